@@ -1,0 +1,30 @@
+import type { RunboxConfig } from '@app/config';
+
+/**
+ * What every sandbox container gets. Decided by the deployment, never by a tenant: the
+ * tool-call contract has no field that could change any of it.
+ */
+export interface SandboxPolicy {
+  image: string;
+  memoryBytes: number;
+  nanoCpus: number;
+  pidsLimit: number;
+  network: boolean;
+  tmpfsSizeMb: number;
+}
+
+export function sandboxPolicyFrom(config: RunboxConfig): SandboxPolicy {
+  return {
+    image: config.RUNBOX_SANDBOX_IMAGE,
+    memoryBytes: config.RUNBOX_SANDBOX_MEMORY_MB * 1024 * 1024,
+    nanoCpus: Math.round(config.RUNBOX_SANDBOX_CPUS * 1e9),
+    pidsLimit: config.RUNBOX_SANDBOX_PIDS,
+    network: config.RUNBOX_SANDBOX_NETWORK,
+    tmpfsSizeMb: 256,
+  };
+}
+
+/** The sandbox user baked into the image (deploy/sandbox/Dockerfile). */
+export const SANDBOX_USER = '1000:1000';
+export const WORKSPACE = '/workspace';
+export const AGENT_COMMAND = ['python3', '-u', '/opt/runbox/runbox_agent.py'];

@@ -1,0 +1,80 @@
+import {
+  EXECUTOR_QUEUE_GROUP,
+  pinnedToolCallSubject,
+  TOOL_CALL_SUBJECT,
+  TOOL_CANCEL_SUBJECT,
+  ToolCallReply,
+  toolCallRequestSchema,
+  ToolCancel,
+  toolCancelSchema,
+} from '@app/contracts';
+import { NatsClient } from '@app/messaging';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { ChannelClosedError, ChannelTimeoutError } from '../sandbox/agent-channel';
+import { SandboxService, SandboxUnavailableError, SessionNotFoundError } from '../sandbox/sandbox.service';
+
+/** The tools that run inside the sandbox agent, by the agent's op name. */
+export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit_file', 'list_files', 'glob', 'grep', 'read_bytes']);
+
+/** Time the sandbox gets beyond the tool's own limit to report a timeout itself. */
+const CHANNEL_MARGIN_MS = 5_000;
+
+type ToolCallRequest = z.output<typeof toolCallRequestSchema>;
+
+/** NATS side of tool calls: validates, routes to the session's sandbox, answers. */
+export class ToolCallHandler {
+  constructor(
+    private readonly nats: NatsClient,
+    private readonly sandboxes: SandboxService,
+    private readonly logger: Logger,
+  ) {}
+
+  listen(): void {
+    const handle = (req: ToolCallRequest) => this.handle(req);
+    this.nats.serve(TOOL_CALL_SUBJECT, toolCallRequestSchema, handle, EXECUTOR_QUEUE_GROUP);
+    this.nats.serve(pinnedToolCallSubject(this.sandboxes.executorId), toolCallRequestSchema, handle);
+    this.nats.serve(TOOL_CANCEL_SUBJECT, toolCancelSchema, (msg) => this.cancel(msg));
+  }
+
+  async handle(req: ToolCallRequest): Promise<ToolCallReply> {
+    const executor_id = this.sandboxes.executorId;
+    const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool };
+    if (!SANDBOX_OPS.has(req.tool)) {
+      return { ok: false, executor_id, error: { code: 'unknown_tool', message: `${req.tool} is not a sandbox tool` } };
+    }
+    try {
+      const channel = await this.sandboxes.channelFor(req.tenant_id, req.session_id);
+      const args = { ...req.arguments, max_output_chars: req.max_output_chars };
+      const result = await channel.call(req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
+      return { ok: true, executor_id, result };
+    } catch (err) {
+      if (err instanceof SessionNotFoundError) {
+        return { ok: false, executor_id, error: { code: 'not_found', message: err.message } };
+      }
+      if (err instanceof SandboxUnavailableError) {
+        return { ok: false, executor_id, error: { code: 'sandbox_failed', message: err.message } };
+      }
+      if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) {
+        const health = await this.sandboxes.diagnose(req.tenant_id, req.session_id);
+        this.logger.warn({ ...log, health, reason: err.message }, 'sandbox channel failed');
+        const message =
+          health === 'dead'
+            ? 'the sandbox container died during the call (out of memory, or killed); the next call starts a new one with the same workspace'
+            : `the sandbox did not finish the call: ${err.message}`;
+        return { ok: false, executor_id, error: { code: 'sandbox_failed', message } };
+      }
+      throw err;
+    }
+  }
+
+  private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
+    try {
+      const channel = await this.sandboxes.channelFor(msg.tenant_id, msg.session_id);
+      await channel.call('cancel', { target_id: msg.call_id }, 5_000);
+      return { ok: true };
+    } catch {
+      return { ok: false };
+    }
+  }
+}

@@ -1,0 +1,16 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { AuthenticatedRequest } from '../common/request-context';
+import { AuthService } from './auth.service';
+
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(private readonly auth: AuthService) {}
+
+  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+    const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+    const { tenantId, apiKeyId } = await this.auth.authenticate(req.headers.authorization);
+    req.tenantId = tenantId;
+    req.apiKeyId = apiKeyId;
+    return true;
+  }
+}

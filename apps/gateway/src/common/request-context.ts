@@ -1,0 +1,14 @@
+import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+
+export interface AuthenticatedRequest extends Request {
+  tenantId?: string;
+  apiKeyId?: string;
+}
+
+/** The tenant the request's API key belongs to (set by ApiKeyGuard). */
+export const TenantId = createParamDecorator((_data: unknown, ctx: ExecutionContext): string => {
+  const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+  if (!req.tenantId) throw new Error('TenantId used on a route without ApiKeyGuard');
+  return req.tenantId;
+});

@@ -1,0 +1,14 @@
+import 'reflect-metadata';
+import { loadConfig } from '@app/config';
+import { createGateway } from './bootstrap';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const app = await createGateway(config);
+  await app.listen(config.PORT, '0.0.0.0');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`gateway failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

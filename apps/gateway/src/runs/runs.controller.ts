@@ -1,0 +1,121 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { pathId } from '../common/ids';
+import { TenantId } from '../common/request-context';
+import { validate } from '../common/validate';
+import { RunEventsService } from './run-events.service';
+import { createRunSchema } from './run-options';
+import { RunView } from './runs.repository';
+import { RunsService } from './runs.service';
+
+const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const KEEPALIVE_MS = 15_000;
+
+const listQuerySchema = z
+  .object({
+    session_id: z.string().min(1).max(64).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+  })
+  .strict();
+const idempotencyKeySchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional();
+const lastEventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional();
+
+@Controller('v1/runs')
+@UseGuards(ApiKeyGuard)
+export class RunsController {
+  constructor(
+    private readonly runs: RunsService,
+    private readonly events: RunEventsService,
+  ) {}
+
+  @Post()
+  @HttpCode(202)
+  async create(@TenantId() tenantId: string, @Body() body: unknown, @Headers('idempotency-key') idempotencyKey?: string) {
+    const input = validate(createRunSchema, body, 'body');
+    const key = validate(idempotencyKeySchema, idempotencyKey, 'header');
+    const { run } = await this.runs.create(tenantId, input, key);
+    return runJson(run);
+  }
+
+  @Get()
+  async list(@TenantId() tenantId: string, @Query() query: unknown) {
+    const q = validate(listQuerySchema, query, 'query');
+    const runs = await this.runs.list(tenantId, q.session_id, q.limit);
+    return { data: runs.map(runJson) };
+  }
+
+  @Get(':id')
+  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+    return runJson(await this.runs.get(tenantId, pathId('run', id)));
+  }
+
+  /**
+   * Server-sent events: every stored event after Last-Event-ID, then live ones until the
+   * run's terminal event. Events come from Postgres, so a late or reconnecting client gets
+   * the whole run; a NATS notice only wakes the stream early.
+   */
+  @Get(':id/events')
+  async stream(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query('last_event_id') lastEventIdQuery: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const runId = pathId('run', id);
+    let after = validate(lastEventIdSchema, lastEventId ?? lastEventIdQuery, 'header') ?? 0;
+    await this.runs.get(tenantId, runId);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.flushHeaders();
+
+    let closed = false;
+    let wake: () => void = () => undefined;
+    req.on('close', () => {
+      closed = true;
+      wake();
+    });
+    const subscription = this.events.watch(runId, () => wake());
+    try {
+      while (!closed) {
+        const batch = await this.events.after(tenantId, runId, after);
+        let finished = false;
+        for (const event of batch) {
+          res.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`);
+          after = event.seq;
+          if (TERMINAL_EVENTS.has(event.type)) finished = true;
+        }
+        if (finished) break;
+        if (batch.length > 0) continue;
+        const notified = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+        if (!notified && !closed) res.write(': keepalive\n\n');
+      }
+    } finally {
+      subscription.unsubscribe();
+      res.end();
+    }
+  }
+}
+
+export function runJson(run: RunView) {
+  return {
+    id: run.id,
+    session_id: run.sessionId,
+    parent_run_id: run.parentRunId,
+    status: run.status,
+    output: run.output,
+    error: run.error,
+    usage: run.usage,
+    created_at: run.createdAt.toISOString(),
+    started_at: run.startedAt?.toISOString() ?? null,
+    completed_at: run.completedAt?.toISOString() ?? null,
+  };
+}

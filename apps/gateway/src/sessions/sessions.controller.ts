@@ -1,0 +1,69 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { z } from 'zod';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { pathId } from '../common/ids';
+import { TenantId } from '../common/request-context';
+import { validate } from '../common/validate';
+import { MessageView, SessionView } from './sessions.repository';
+import { SessionsService } from './sessions.service';
+
+const createSessionSchema = z
+  .object({ metadata: z.record(z.string().max(200), z.unknown()).optional() })
+  .strict();
+const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
+const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name');
+
+@Controller('v1/sessions')
+@UseGuards(ApiKeyGuard)
+export class SessionsController {
+  constructor(private readonly sessions: SessionsService) {}
+
+  @Post()
+  async create(@TenantId() tenantId: string, @Body() body: unknown) {
+    const input = validate(createSessionSchema, body ?? {}, 'body');
+    const session = await this.sessions.create(tenantId, input.metadata ?? {});
+    return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString() };
+  }
+
+  @Get(':id')
+  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+    return sessionJson(await this.sessions.get(tenantId, pathId('session', id)));
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  async delete(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+    await this.sessions.delete(tenantId, pathId('session', id));
+  }
+
+  @Get(':id/messages')
+  async messages(@TenantId() tenantId: string, @Param('id') id: string) {
+    const messages = await this.sessions.messages(tenantId, pathId('session', id));
+    return { data: messages.map(messageJson) };
+  }
+
+  @Post(':id/tools/:name')
+  @HttpCode(200)
+  async runTool(@TenantId() tenantId: string, @Param('id') id: string, @Param('name') name: string, @Body() body: unknown) {
+    const sessionId = pathId('session', id);
+    const tool = validate(toolNameSchema, name, 'path');
+    const input = validate(toolCallSchema, body ?? {}, 'body');
+    return this.sessions.runTool(tenantId, sessionId, tool, input.arguments);
+  }
+}
+
+function sessionJson(s: SessionView) {
+  return { id: s.id, status: s.status, metadata: s.metadata, created_at: s.createdAt.toISOString(), sandbox: { state: s.sandboxState } };
+}
+
+export function messageJson(m: MessageView) {
+  return {
+    id: m.id,
+    run_id: m.runId,
+    role: m.role,
+    content: m.content,
+    ...(m.toolCalls ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+    ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+    created_at: m.createdAt.toISOString(),
+  };
+}

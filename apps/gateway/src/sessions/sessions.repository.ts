@@ -1,0 +1,134 @@
+import { Injectable } from '@nestjs/common';
+import { newId, PrismaService, Tx } from '@app/persistence';
+import { Prisma } from '@prisma/client';
+
+export interface SessionView {
+  id: string;
+  status: string;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  sandboxState: string;
+  executorId: string | null;
+}
+
+export interface ChatToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface MessageView {
+  id: string;
+  runId: string | null;
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  content: string | null;
+  toolCalls: ChatToolCall[] | null;
+  toolCallId: string | null;
+  createdAt: Date;
+}
+
+export interface NewMessage {
+  runId?: string | null;
+  role: MessageView['role'];
+  content: string | null;
+  toolCalls?: ChatToolCall[] | null;
+  toolCallId?: string | null;
+}
+
+/** Sessions and their message history, always within one tenant. */
+@Injectable()
+export class SessionsRepository {
+  constructor(private readonly db: PrismaService) {}
+
+  async create(tenantId: string, metadata: Record<string, unknown>): Promise<SessionView> {
+    const row = await this.db.tenant(tenantId, (tx) =>
+      tx.session.create({ data: { id: newId('ses'), tenantId, metadata: metadata as Prisma.InputJsonValue } }),
+    );
+    return toSession({ ...row, sandbox: null });
+  }
+
+  async createIn(tx: Tx, tenantId: string, metadata: Record<string, unknown>): Promise<string> {
+    const row = await tx.session.create({
+      data: { id: newId('ses'), tenantId, metadata: metadata as Prisma.InputJsonValue },
+      select: { id: true },
+    });
+    return row.id;
+  }
+
+  /** A live session of the tenant, or null (missing, deleted, or another tenant's). */
+  async find(tenantId: string, id: string): Promise<SessionView | null> {
+    const row = await this.db.tenant(tenantId, (tx) =>
+      tx.session.findFirst({ where: { id, tenantId, status: 'active' }, include: { sandbox: true } }),
+    );
+    return row ? toSession(row) : null;
+  }
+
+  async markDeleted(tenantId: string, id: string): Promise<boolean> {
+    const res = await this.db.tenant(tenantId, (tx) =>
+      tx.session.updateMany({ where: { id, tenantId, status: 'active' }, data: { status: 'deleted', deletedAt: new Date() } }),
+    );
+    return res.count > 0;
+  }
+
+  async listMessages(tenantId: string, sessionId: string): Promise<MessageView[]> {
+    const rows = await this.db.tenant(tenantId, (tx) =>
+      tx.message.findMany({ where: { tenantId, sessionId }, orderBy: { seq: 'asc' } }),
+    );
+    return rows.map(toMessage);
+  }
+
+  async appendMessages(tenantId: string, sessionId: string, messages: NewMessage[], tx?: Tx): Promise<void> {
+    const write = (t: Tx) =>
+      t.message.createMany({
+        data: messages.map((m) => ({
+          id: newId('msg'),
+          tenantId,
+          sessionId,
+          runId: m.runId ?? null,
+          role: m.role,
+          content: m.content,
+          toolCalls: m.toolCalls ? (m.toolCalls as unknown as Prisma.InputJsonValue) : Prisma.JsonNull,
+          toolCallId: m.toolCallId ?? null,
+        })),
+      });
+    if (tx) await write(tx);
+    else await this.db.tenant(tenantId, write);
+  }
+}
+
+function toSession(row: {
+  id: string;
+  status: string;
+  metadata: Prisma.JsonValue;
+  createdAt: Date;
+  sandbox: { state: string; executorId: string } | null;
+}): SessionView {
+  return {
+    id: row.id,
+    status: row.status,
+    metadata: (row.metadata ?? {}) as Record<string, unknown>,
+    createdAt: row.createdAt,
+    sandboxState: row.sandbox?.state ?? 'none',
+    executorId: row.sandbox && row.sandbox.state !== 'removed' ? row.sandbox.executorId : null,
+  };
+}
+
+function toMessage(row: {
+  id: string;
+  runId: string | null;
+  role: string;
+  content: string | null;
+  toolCalls: Prisma.JsonValue;
+  toolCallId: string | null;
+  createdAt: Date;
+}): MessageView {
+  return {
+    id: row.id,
+    runId: row.runId,
+    role: row.role as MessageView['role'],
+    content: row.content,
+    toolCalls: (row.toolCalls as unknown as ChatToolCall[] | null) ?? null,
+    toolCallId: row.toolCallId,
+    createdAt: row.createdAt,
+  };
+}

@@ -1,0 +1,71 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AppError, ErrorCode } from '@app/errors';
+import { LOGGER } from '@app/logging';
+import { ToolResult } from '@app/contracts';
+import type { Logger } from 'pino';
+import { ExecutorClient } from '../tools/executor.client';
+import {
+  InvalidToolArgumentsError,
+  ToolDispatcher,
+  ToolInfrastructureError,
+  UnknownToolError,
+} from '../tools/tool-dispatcher';
+import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
+
+@Injectable()
+export class SessionsService {
+  constructor(
+    private readonly sessions: SessionsRepository,
+    private readonly executor: ExecutorClient,
+    private readonly tools: ToolDispatcher,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  create(tenantId: string, metadata: Record<string, unknown>): Promise<SessionView> {
+    return this.sessions.create(tenantId, metadata);
+  }
+
+  async get(tenantId: string, id: string): Promise<SessionView> {
+    const session = await this.sessions.find(tenantId, id);
+    if (!session) throw AppError.notFound('session', id);
+    return session;
+  }
+
+  /** Marks the session deleted, then has its executor remove the container and volume. */
+  async delete(tenantId: string, id: string): Promise<void> {
+    const session = await this.get(tenantId, id);
+    await this.sessions.markDeleted(tenantId, id);
+    const released = await this.executor.releaseSession(tenantId, id, session.executorId);
+    if (!released) {
+      // The executor's orphan sweep removes it: the session is no longer live.
+      this.logger.warn({ tenantId, sessionId: id }, 'no executor answered the release; the sweep will remove the sandbox');
+    }
+  }
+
+  async messages(tenantId: string, id: string): Promise<MessageView[]> {
+    await this.get(tenantId, id);
+    return this.sessions.listMessages(tenantId, id);
+  }
+
+  /** POST /v1/sessions/{id}/tools/{name}: one tool call in the sandbox, no model involved. */
+  async runTool(tenantId: string, id: string, name: string, args: unknown): Promise<ToolResult> {
+    const session = await this.get(tenantId, id);
+    try {
+      const { executorId: _executor, ...result } = await this.tools.execute(
+        { tenantId, sessionId: id, executorId: session.executorId },
+        name,
+        args,
+      );
+      return result;
+    } catch (err) {
+      if (err instanceof UnknownToolError) throw AppError.notFound('tool', name);
+      if (err instanceof InvalidToolArgumentsError) throw AppError.validation(err.message);
+      if (err instanceof ToolInfrastructureError) {
+        if (err.kind === 'not_found') throw AppError.notFound('session', id);
+        const code = err.kind === 'executor_unavailable' ? ErrorCode.ExecutorUnavailable : ErrorCode.SandboxFailed;
+        throw new AppError(code, err.message, undefined, err.kind === 'executor_unavailable' ? 5 : undefined);
+      }
+      throw err;
+    }
+  }
+}

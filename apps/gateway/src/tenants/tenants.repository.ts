@@ -1,0 +1,71 @@
+import { Injectable } from '@nestjs/common';
+import { newId, PrismaService } from '@app/persistence';
+import { Prisma } from '@prisma/client';
+
+export interface TenantView {
+  id: string;
+  name: string;
+  limits: Record<string, unknown>;
+  createdAt: Date;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  tenantId: string;
+  prefix: string;
+  keyHash: string;
+  revoked: boolean;
+}
+
+/** Tenants and their API keys: deployment-wide data, read and written by the admin API and auth. */
+@Injectable()
+export class TenantsRepository {
+  constructor(private readonly db: PrismaService) {}
+
+  async create(name: string, limits: Record<string, unknown>): Promise<TenantView | 'exists'> {
+    try {
+      return await this.db.system((tx) =>
+        tx.tenant.create({ data: { id: newId('ten'), name, limits: limits as Prisma.InputJsonValue } }),
+      ).then(toTenant);
+    } catch (err) {
+      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return 'exists';
+      throw err;
+    }
+  }
+
+  async findById(id: string): Promise<TenantView | null> {
+    const row = await this.db.system((tx) => tx.tenant.findUnique({ where: { id } }));
+    return row ? toTenant(row) : null;
+  }
+
+  async findByName(name: string): Promise<TenantView | null> {
+    const row = await this.db.system((tx) => tx.tenant.findUnique({ where: { name } }));
+    return row ? toTenant(row) : null;
+  }
+
+  async addKey(tenantId: string, name: string | undefined, prefix: string, keyHash: string): Promise<{ id: string }> {
+    return this.db.system((tx) =>
+      tx.apiKey.create({ data: { id: newId('key'), tenantId, name, prefix, keyHash }, select: { id: true } }),
+    );
+  }
+
+  /** Marks the key revoked; false when there is no such key. */
+  async revokeKey(id: string): Promise<boolean> {
+    const res = await this.db.system((tx) =>
+      tx.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: new Date() } }),
+    );
+    if (res.count > 0) return true;
+    return (await this.db.system((tx) => tx.apiKey.count({ where: { id } }))) > 0;
+  }
+
+  async findKeyByPrefix(prefix: string): Promise<ApiKeyRecord | null> {
+    const row = await this.db.system((tx) => tx.apiKey.findFirst({ where: { prefix } }));
+    return row
+      ? { id: row.id, tenantId: row.tenantId, prefix: row.prefix, keyHash: row.keyHash, revoked: row.revokedAt !== null }
+      : null;
+  }
+}
+
+function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; createdAt: Date }): TenantView {
+  return { id: row.id, name: row.name, limits: (row.limits ?? {}) as Record<string, unknown>, createdAt: row.createdAt };
+}

@@ -1,0 +1,93 @@
+import { Injectable } from '@nestjs/common';
+import { ToolResult } from '@app/contracts';
+import { randomUUID } from 'node:crypto';
+import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
+import { ToolRegistry } from './tool-registry';
+import { truncateOutput } from './truncate-output';
+
+export const DEFAULT_MAX_OUTPUT_CHARS = 30_000;
+
+export interface ToolContext {
+  tenantId: string;
+  sessionId: string;
+  /** The executor the session's sandbox lives on, once it has one. */
+  executorId: string | null;
+  callId?: string;
+  maxOutputChars?: number;
+  /** Per-tool timeouts in seconds (a run's `limits.timeouts`). */
+  timeouts?: Record<string, number>;
+}
+
+/** An infrastructure failure (not the tool's own error): the caller cannot go on normally. */
+export class ToolInfrastructureError extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'executor_unavailable' | 'sandbox_failed' | 'not_found',
+  ) {
+    super(message);
+  }
+}
+
+export class UnknownToolError extends Error {}
+
+export class InvalidToolArgumentsError extends Error {}
+
+/** Runs one tool call wherever that tool lives, validating its arguments first. */
+@Injectable()
+export class ToolDispatcher {
+  constructor(
+    private readonly registry: ToolRegistry,
+    private readonly executor: ExecutorClient,
+  ) {}
+
+  /** Validates arguments; throws InvalidToolArgumentsError naming each bad field. */
+  parseArguments(name: string, args: unknown): Record<string, unknown> {
+    const tool = this.registry.get(name);
+    if (!tool) throw new UnknownToolError(`unknown tool ${name}`);
+    const parsed = tool.parameters.safeParse(args ?? {});
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${['arguments', ...i.path.map(String)].join('.')}: ${i.message}`);
+      throw new InvalidToolArgumentsError(`invalid arguments for ${name}: ${problems.join('; ')}`);
+    }
+    return parsed.data;
+  }
+
+  async execute(ctx: ToolContext, name: string, rawArgs: unknown): Promise<ToolResult & { executorId?: string }> {
+    const tool = this.registry.get(name);
+    if (!tool) throw new UnknownToolError(`unknown tool ${name}`);
+    const args = this.parseArguments(name, rawArgs);
+    const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    const timeoutSeconds = this.timeoutFor(name, args, ctx.timeouts);
+    if (tool.runsIn !== 'sandbox') throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
+    let reply;
+    try {
+      reply = await this.executor.callTool(
+        {
+          tenant_id: ctx.tenantId,
+          session_id: ctx.sessionId,
+          call_id: ctx.callId ?? randomUUID(),
+          tool: name,
+          arguments: name === 'terminal' ? { ...args, timeout_seconds: timeoutSeconds } : args,
+          max_output_chars: maxOutputChars,
+          timeout_ms: timeoutSeconds * 1000,
+        },
+        ctx.executorId,
+      );
+    } catch (err) {
+      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable');
+      throw err;
+    }
+    if (!reply.ok) {
+      const kind = reply.error.code === 'not_found' ? 'not_found' : 'sandbox_failed';
+      throw new ToolInfrastructureError(reply.error.message, kind);
+    }
+    // The agent cuts its own output; this guards against any path that did not.
+    return { ...reply.result, output: truncateOutput(reply.result.output, maxOutputChars), executorId: reply.executor_id };
+  }
+
+  private timeoutFor(name: string, args: Record<string, unknown>, overrides?: Record<string, number>): number {
+    const tool = this.registry.get(name);
+    const fromArgs = name === 'terminal' && typeof args.timeout_seconds === 'number' ? args.timeout_seconds : undefined;
+    return fromArgs ?? overrides?.[name] ?? tool?.timeoutSeconds ?? 120;
+  }
+}

@@ -1,0 +1,64 @@
+import { Injectable } from '@nestjs/common';
+import { z } from 'zod';
+import { FILE_TOOLS } from './definitions/file-tools';
+import { TERMINAL_TOOL } from './definitions/terminal-tool';
+import { ToolDefinition, ToolsetName } from './tool-definition';
+
+export const TOOLSET_NAMES = ['minimal', 'coding', 'research', 'browser', 'default', 'all'] as const;
+export type ToolsetChoice = (typeof TOOLSET_NAMES)[number];
+
+export interface ToolManifestEntry {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  mutating: boolean;
+  toolsets: string[];
+}
+
+/** Every tool this gateway can offer, and the named toolsets over them. */
+@Injectable()
+export class ToolRegistry {
+  private readonly tools = new Map<string, ToolDefinition>();
+  private readonly schemas = new Map<string, Record<string, unknown>>();
+
+  constructor() {
+    for (const tool of [...FILE_TOOLS, TERMINAL_TOOL]) this.register(tool);
+  }
+
+  register(tool: ToolDefinition): void {
+    this.tools.set(tool.name, tool);
+    const schema = z.toJSONSchema(tool.parameters, { io: 'input' }) as Record<string, unknown>;
+    delete schema.$schema;
+    this.schemas.set(tool.name, schema);
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.tools.get(name);
+  }
+
+  names(): string[] {
+    return [...this.tools.keys()].sort();
+  }
+
+  /** The tools of a toolset (TOOLS.md): default is the union of the named four, all is everything. */
+  toolset(name: ToolsetChoice): string[] {
+    if (name === 'all') return this.names();
+    const members = (t: ToolDefinition) =>
+      name === 'default' ? t.toolsets.length > 0 : t.toolsets.includes(name as ToolsetName);
+    return [...this.tools.values()].filter(members).map((t) => t.name).sort();
+  }
+
+  manifest(names?: Iterable<string>): ToolManifestEntry[] {
+    const wanted = names ? [...names].sort() : this.names();
+    return wanted
+      .map((n) => this.tools.get(n))
+      .filter((t): t is ToolDefinition => t !== undefined)
+      .map((t) => ({
+        name: t.name,
+        description: t.description,
+        parameters: this.schemas.get(t.name) ?? {},
+        mutating: t.mutating,
+        toolsets: [...t.toolsets, ...(t.toolsets.length > 0 ? ['default'] : []), 'all'],
+      }));
+  }
+}

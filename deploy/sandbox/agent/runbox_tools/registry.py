@@ -1,0 +1,42 @@
+"""The op registry and the pieces every tool shares."""
+
+
+class ToolError(Exception):
+    """A failure the caller should see as a tool result with is_error=true."""
+
+    def __init__(self, message, code="tool_error", **metadata):
+        super().__init__(message)
+        self.code = code
+        self.metadata = metadata
+
+
+class _Ops(dict):
+    def __init__(self):
+        super().__init__()
+        self.startup_hooks = []
+
+    def register(self, name):
+        def deco(fn):
+            self[name] = fn
+            return fn
+        return deco
+
+    def on_startup(self, fn):
+        self.startup_hooks.append(fn)
+        return fn
+
+
+OPS = _Ops()
+
+
+@OPS.register("ping")
+def ping(args, request_id=None):
+    return {"output": "pong", "metadata": {}, "is_error": False}
+
+
+def truncate_output(text, limit):
+    """Cut text to `limit` characters and say how many were cut, on a line of its own."""
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    return text[:limit] + "\n… %d characters cut (max_output_chars=%d)" % (cut, limit)

@@ -1,0 +1,750 @@
+"""The `terminal` op (a shell command in a persistent session) plus `cancel` and `job_status`.
+
+Design, and why:
+
+* One process group per call. Each call is `bash --noprofile --norc` started with
+  start_new_session=True, so its pid is also its process-group id. Timeouts, `cancel` and
+  the model's own `kill -- -<pid>` then reach the command's children and grandchildren too,
+  not just the shell. stdin is /dev/null: nothing can wait for input that never comes.
+
+* Persistent shell state without a long-lived shell. A single interactive shell shared
+  by concurrent calls would serialise them and could be wedged by one bad command, so
+  every call is a fresh bash that first sources a saved state file and, from an EXIT trap,
+  writes the state it ended with: shell variables (exported or not, minus bash's own),
+  functions, aliases and the working directory. That is what makes `cd sub`, `export X=1`
+  and `source venv/bin/activate` (whose `deactivate` needs unexported variables) carry
+  over to the next call. The trap writes a per-call file and the agent renames it over
+  the state file (atomic; the last call to finish wins), and only for a call that finished
+  inline: a call that became a background job, timed out or was cancelled saves nothing,
+  so a job ending hours later cannot roll the session back to its old state. Shell options
+  (`set -e`, `shopt`) and traps are not carried over. The state lives under
+  RUNBOX_AGENT_STATE (default /tmp/runbox), outside the workspace the model sees.
+
+* Output goes straight to files. stdout and stderr are opened onto
+  <workspace>/.runbox/jobs/<job_id>/stdout.txt and stderr.txt (next to command.sh and
+  status.json) before the process starts, so a call that outlives its wait window keeps
+  writing them after we return, and nothing is ever buffered in the agent. We read back
+  at most about max_output_chars from each file (head kept, the rest only counted).
+
+* The wait window never kills. The call waits min(max_wait_ms, timeout_seconds). If the
+  command ends first, its result is returned inline and its job directory removed. If the
+  timeout comes first, the group gets SIGTERM, then SIGKILL after KILL_GRACE_S. If the
+  wait window comes first, the command becomes a background job: a thread waits for it
+  and records the end in status.json; background jobs are not subject to the timeout.
+  A trailing `&` is stripped: backgrounding is what the wait window is for, and a shell
+  that exits at once would return "exited" while the command runs on unobserved.
+
+* Job directories are reclaimed 24 h after they finished, at startup and then hourly.
+  A job whose status.json still says running but whose process is gone (the container
+  restarted) is marked `lost` first, so it is reclaimed a day later too.
+
+Result layout (`output`), one `key: value` per line, then the streams:
+
+    status: exited                  exited | timed_out | cancelled | running
+    exit_code: 0                    a signal-killed command reports 128 + signal
+    note: ...                       timed_out / cancelled / running only
+    stdout:                         only if non-empty ("stdout so far:" when running)
+    <text>
+    stderr:                         only if non-empty
+    <text>
+
+A background result also lists job_id, pid, status_file, stdout_file and stderr_file
+between the note and the streams. A stream cut to fit ends with a line
+`… N characters cut (max_output_chars=M)`. A non-zero exit code is not an error
+(is_error false: the model reads the code); a timeout or a cancellation is.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+from .registry import OPS, ToolError
+
+DEFAULT_TIMEOUT_S = 120
+MAX_TIMEOUT_S = 900
+DEFAULT_WAIT_MS = 10000
+MIN_WAIT_MS = 250
+MAX_WAIT_MS = 600000
+KILL_GRACE_S = 2.0
+DEFAULT_MAX_OUTPUT_CHARS = 30000
+RECLAIM_AFTER = timedelta(hours=24)
+RECLAIM_EVERY_S = 3600
+STATE_COMPLETE_MARK = b"# runbox: state complete\n"
+JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+# Every call runs `bash -c BOOTSTRAP bash <runner file> <saved state> <state to write>
+# <command file>`. The command is run with eval on line 1 of the -c script, so bash reports
+# a syntax error like any other error, with the command's own line numbers, and so `cd`,
+# `export` and `source` act on this shell, whose state the EXIT trap then saves. RUNNER
+# lives in a file rather than in argv so `ps` shows a short command line.
+BOOTSTRAP = '. "$1"; eval "$(<"$__runbox_cmdfile")"'
+RUNNER = r"""# runbox terminal runner: restores the session's shell state, saves it on exit.
+__runbox_saved=$2 __runbox_pending=$3 __runbox_cmdfile=$4
+set --
+shopt -s expand_aliases
+
+# Variables bash maintains itself: restoring them would be refused, or would freeze
+# RANDOM, SECONDS and the like.
+__runbox_skip() {
+  case $1 in
+    __runbox_*|BASH|BASH_*|BASHOPTS|BASHPID|SHELLOPTS|SHLVL|PWD|IFS|_|\
+    COLUMNS|LINES|DIRSTACK|EUID|UID|PPID|GROUPS|FUNCNAME|HISTCMD|LINENO|\
+    OPTARG|OPTIND|OPTERR|PIPESTATUS|RANDOM|SRANDOM|SECONDS|EPOCHREALTIME|EPOCHSECONDS|\
+    COMP_*|PS1|PS2|PS3|PS4|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE) return 0 ;;
+  esac
+  return 1
+}
+
+__runbox_save_state() {
+  builtin local IFS=$' \t\n' __runbox_v
+  {
+    for __runbox_v in $(builtin compgen -v); do
+      __runbox_skip "$__runbox_v" || builtin declare -p "$__runbox_v"
+    done
+    for __runbox_v in $(builtin compgen -A function); do
+      [[ $__runbox_v == __runbox_* ]] || builtin declare -f "$__runbox_v"
+    done
+    builtin alias -p
+    builtin printf '__runbox_cwd=%q\n' "$PWD"
+    builtin echo '# runbox: state complete'
+  } >"$__runbox_pending" 2>/dev/null
+}
+
+# Options the command set (errexit, xtrace, nounset) must not break or litter the save;
+# `exit "$1"` keeps the command's own exit status. `builtin` everywhere from here on:
+# the session may have defined functions named cd, exit, set (rvm and others do).
+__runbox_exit() {
+  { builtin set +xeu; } 2>/dev/null
+  __runbox_save_state
+  builtin exit "$1"
+}
+
+if [[ -f $__runbox_saved ]]; then
+  # Start from the saved environment rather than the agent's, so `unset X` carries over.
+  for __runbox_v in $(builtin compgen -e); do
+    __runbox_skip "$__runbox_v" || builtin unset "$__runbox_v" 2>/dev/null
+  done
+  # Sourced at top level, not in a function, so `declare` makes globals.
+  builtin . "$__runbox_saved" 2>/dev/null
+  builtin cd -- "$__runbox_cwd" 2>/dev/null \
+    || builtin echo "runbox: the previous working directory $__runbox_cwd is gone; now in $PWD" >&2
+fi
+# The braces send xtrace's trace of the trap itself to /dev/null.
+builtin trap '{ __runbox_exit "$?"; } 2>/dev/null' EXIT
+"""
+
+
+class _Call:
+    """One terminal call, from spawn until its result (inline) or its end (background)."""
+
+    def __init__(self, job_id, command, request_id):
+        self.job_id = job_id
+        self.command = command
+        self.request_id = request_id
+        self.dir = os.path.join(_jobs_dir(), job_id)
+        self.pending_state = os.path.join(_state_dir(), "pending", job_id + ".sh")
+        self.proc = None
+        self.status = {}
+        self.started = time.monotonic()
+        self.background = False
+        self.finished = False
+        self.cancelled = False
+        self.timed_out = False
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+
+_lock = threading.Lock()
+_calls = {}  # job_id -> _Call, for every call this agent is running or watching
+_reclaimer_started = False
+
+
+# ---------------------------------------------------------------------------------------
+# Locations. Read from the environment on every use, not at import: tests (and the agent)
+# may point them elsewhere after this module was imported.
+
+def _workspace():
+    return os.environ.get("RUNBOX_WORKSPACE", "/workspace")
+
+
+def _state_dir():
+    return os.environ.get("RUNBOX_AGENT_STATE", "/tmp/runbox")
+
+
+def _jobs_dir():
+    return os.path.join(_workspace(), ".runbox", "jobs")
+
+
+def _state_file():
+    return os.path.join(_state_dir(), "shell_state.sh")
+
+
+def _now_iso():
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------------------------------
+# Arguments
+
+def _invalid(message):
+    return ToolError(message, code="invalid_arguments")
+
+
+def _number(args, name, default):
+    value = args.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _invalid("%s must be a number" % name)
+    return value
+
+
+def _strip_trailing_ampersand(command):
+    # `a &&`, `|&` and `>&` are not a trailing background operator.
+    return re.sub(r"(?<![&|>])&\s*$", "", command.rstrip()).rstrip()
+
+
+def _parse_args(args):
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise _invalid("command is required and must be a non-empty string")
+    command = _strip_trailing_ampersand(command)
+    if not command:
+        raise _invalid("command is empty once its trailing `&` is removed")
+    timeout_s = _number(args, "timeout_seconds", DEFAULT_TIMEOUT_S)
+    if not 1 <= timeout_s <= MAX_TIMEOUT_S:
+        raise _invalid("timeout_seconds must be between 1 and %d" % MAX_TIMEOUT_S)
+    wait_ms = min(max(_number(args, "max_wait_ms", DEFAULT_WAIT_MS), MIN_WAIT_MS), MAX_WAIT_MS)
+    return command, timeout_s, wait_ms / 1000.0
+
+
+def _output_limit(args):
+    # The same budget the server cuts the whole output to.
+    limit = args.get("max_output_chars", DEFAULT_MAX_OUTPUT_CHARS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        return DEFAULT_MAX_OUTPUT_CHARS
+    return limit
+
+
+# ---------------------------------------------------------------------------------------
+# Processes and process groups
+
+def _proc_stat(pid):
+    """(state, pgrp, starttime) from /proc/<pid>/stat, or None if there is no such process."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read().decode("ascii", "replace")
+    except (OSError, ValueError):
+        return None
+    # The command name in parentheses may itself hold spaces or parentheses.
+    fields = data[data.rfind(")") + 2:].split()
+    return fields[0], int(fields[2]), int(fields[19])
+
+
+def _alive(pid):
+    """A zombie counts as dead: where the agent is PID 1 orphans are never reaped."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+    stat = _proc_stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def _group_alive(pgid):
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _proc_stat(int(name))
+            if stat and stat[1] == pgid and stat[0] != "Z":
+                return True
+    return False
+
+
+def _signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _finish_kill(pgid, grace=KILL_GRACE_S):
+    """After a SIGTERM, give the group `grace` seconds, then SIGKILL whatever is left."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _kill_group(pgid):
+    if _signal_group(pgid, signal.SIGTERM):
+        _finish_kill(pgid)
+
+
+def _exit_code(returncode):
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
+
+
+# ---------------------------------------------------------------------------------------
+# Job directories and status.json
+
+def _new_job_id():
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def _write_json_atomic(path, data):
+    # Readers (the model's `cat`, job_status) must never see a half-written file.
+    tmp = "%s.%d.tmp" % (path, threading.get_ident())
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_status(job_dir):
+    try:
+        with open(os.path.join(job_dir, "status.json"), encoding="utf-8") as f:
+            status = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def _update_status(call, **changes):
+    call.status.update(changes)
+    try:
+        _write_json_atomic(call.path("status.json"), call.status)
+    except OSError:
+        pass  # the model deleted the job directory; nothing left to record into
+
+
+def _prepare(call):
+    os.makedirs(call.dir, exist_ok=True)
+    os.makedirs(os.path.dirname(call.pending_state), mode=0o700, exist_ok=True)
+    with open(call.path("command.sh"), "w", encoding="utf-8") as f:
+        f.write(call.command + "\n")
+
+
+def _spawn(call):
+    env = dict(os.environ, TERM="dumb", PAGER="cat", GIT_PAGER="cat")
+    argv = ["bash", "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
+            _runner_file(), _state_file(), call.pending_state, call.path("command.sh")]
+    with open(call.path("stdout.txt"), "wb") as out, open(call.path("stderr.txt"), "wb") as err:
+        call.proc = subprocess.Popen(
+            argv, cwd=_workspace(), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            start_new_session=True, close_fds=True)
+    stat = _proc_stat(call.proc.pid)
+    call.status = {
+        "job_id": call.job_id, "status": "running", "pid": call.proc.pid,
+        "command": call.command, "started_at": _now_iso(), "finished_at": None,
+        "exit_code": None, "pid_start_ticks": stat[2] if stat else None,
+    }
+    _update_status(call)
+
+
+def _start(command, request_id):
+    call = _Call(_new_job_id(), command, request_id)
+    # Registered before the spawn so the reclaimer never takes its directory or state file.
+    with _lock:
+        _calls[call.job_id] = call
+    try:
+        _prepare(call)
+        _spawn(call)
+    except OSError as e:
+        _forget(call)
+        shutil.rmtree(call.dir, ignore_errors=True)
+        raise ToolError("could not start the command: %s" % e, code="spawn_failed")
+    return call
+
+
+def _forget(call):
+    with _lock:
+        _calls.pop(call.job_id, None)
+
+
+# ---------------------------------------------------------------------------------------
+# Shell state
+
+def _runner_file():
+    """The runner script in the state directory, (re)written when missing or changed."""
+    path = os.path.join(_state_dir(), "runner.sh")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == RUNNER:
+                return path
+    except OSError:
+        pass
+    os.makedirs(_state_dir(), mode=0o700, exist_ok=True)
+    tmp = "%s.%d.tmp" % (path, threading.get_ident())
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(RUNNER)
+    os.replace(tmp, path)
+    return path
+
+
+def _adopt_state(call):
+    """Make the state this call ended with the session's, if it was written completely."""
+    try:
+        with open(call.pending_state, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - len(STATE_COMPLETE_MARK)))
+            complete = f.read() == STATE_COMPLETE_MARK
+        if complete:
+            os.replace(call.pending_state, _state_file())
+    except OSError:
+        pass
+    _discard_state(call)
+
+
+def _discard_state(call):
+    try:
+        os.unlink(call.pending_state)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------------------------------
+# Reading output back without holding more than the budget
+
+def _read_head(path, cap):
+    """(first `cap` chars, total chars). The rest is counted in chunks, never held."""
+    try:
+        f = open(path, encoding="utf-8", errors="replace", newline="")
+    except OSError:
+        return "", 0
+    with f:
+        head = f.read(cap)
+        total = len(head)
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+    return head, total
+
+
+def _read_tail(path, cap):
+    """(last `cap` chars, bytes before them not shown)."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return "", 0
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - 4 * cap)  # 4 bytes per char at most in UTF-8
+        f.seek(start)
+        text = f.read().decode("utf-8", "replace")
+    tail = text[-cap:] if cap else ""
+    return tail, start + len(text[:len(text) - len(tail)].encode("utf-8"))
+
+
+def _split_budget(out_len, err_len, budget):
+    """Share the budget so a flood on one stream cannot hide the other entirely."""
+    if out_len + err_len <= budget:
+        return out_len, err_len
+    half = budget // 2
+    if err_len <= half:
+        return budget - err_len, err_len
+    if out_len <= half:
+        return out_len, budget - out_len
+    return half, budget - half
+
+
+def _cut_note(cut, limit):
+    return "\n… %d characters cut (max_output_chars=%d)" % (cut, limit)
+
+
+def _streams(call, limit, header_len, suffix=""):
+    """The stdout/stderr sections of a result, cut to what is left of `limit`."""
+    budget = max(limit - header_len - 120, limit // 2)
+    out, out_total = _read_head(call.path("stdout.txt"), budget)
+    err, err_total = _read_head(call.path("stderr.txt"), budget)
+    out_keep, err_keep = _split_budget(out_total, err_total, budget)
+    parts = []
+    for name, text, total, keep in (("stdout", out, out_total, out_keep),
+                                    ("stderr", err, err_total, err_keep)):
+        if total:
+            body = text[:keep].rstrip("\n")
+            if total > keep:
+                body += _cut_note(total - keep, limit)
+            parts.append("%s%s:\n%s" % (name, suffix, body))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------
+# Results
+
+def _result(call, lines, limit, is_error, suffix="", **metadata):
+    header = "\n".join(lines)
+    output = "\n".join([header] + _streams(call, limit, len(header), suffix))
+    metadata.setdefault("job_id", call.job_id)
+    metadata.setdefault("pid", call.proc.pid)
+    metadata["duration_ms"] = int((time.monotonic() - call.started) * 1000)
+    return {"output": output, "metadata": metadata, "is_error": is_error}
+
+
+def _finished_result(call, outcome, limit, timeout_s):
+    code = _exit_code(call.proc.returncode)
+    code_text = "unknown" if code is None else str(code)
+    lines = ["status: %s" % outcome, "exit_code: %s" % code_text]
+    if outcome == "timed_out":
+        lines.append("note: timed out after %g seconds; the command and its child processes "
+                     "were killed (output so far below)" % timeout_s)
+    elif outcome == "cancelled":
+        lines.append("note: cancelled; the command and its child processes were killed")
+    return _result(call, lines, limit, is_error=outcome != "exited", exit_code=code,
+                   timed_out=outcome == "timed_out", cancelled=outcome == "cancelled",
+                   background=False)
+
+
+def _background_result(call, limit, wait_s):
+    pid = call.proc.pid
+    files = {"status_file": call.path("status.json"), "stdout_file": call.path("stdout.txt"),
+             "stderr_file": call.path("stderr.txt")}
+    lines = [
+        "status: running",
+        "note: still running after %d ms, so it goes on as a background job (not killed). "
+        "Its files keep being written; stop it with: kill -- -%d" % (wait_s * 1000, pid),
+        "job_id: %s" % call.job_id,
+        "pid: %d" % pid,
+    ] + ["%s: %s" % item for item in files.items()]
+    return _result(call, lines, limit, is_error=False, suffix=" so far", exit_code=None,
+                   timed_out=False, cancelled=False, background=True, **files)
+
+
+# ---------------------------------------------------------------------------------------
+# Waiting
+
+def _reap(proc, timeout):
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass  # unkillable (uninterruptible I/O); report the exit code as unknown
+
+
+def _wait(call, timeout_s, wait_s):
+    """Wait for the call; return "exited", "timed_out", "cancelled" or "background"."""
+    try:
+        call.proc.wait(timeout=min(timeout_s, wait_s))
+    except subprocess.TimeoutExpired:
+        with _lock:
+            # Under the lock so a cancel cannot slip in between the check and the change.
+            if not call.cancelled and timeout_s > wait_s:
+                call.background = True
+                return "background"
+        if not call.cancelled:
+            call.timed_out = True
+            _kill_group(call.proc.pid)
+        # A cancelled call is being killed by `cancel`; this only waits for that.
+        _reap(call.proc, KILL_GRACE_S + 5)
+    with _lock:
+        call.finished = True
+        if call.cancelled:
+            return "cancelled"
+    return "timed_out" if call.timed_out else "exited"
+
+
+def _watch(call):
+    """Background job: record its end in status.json once it exits."""
+    call.proc.wait()
+    _update_status(call, status="exited", exit_code=_exit_code(call.proc.returncode),
+                   finished_at=_now_iso())
+    # Its state is not adopted: newer calls have moved the session on since.
+    _discard_state(call)
+    _forget(call)
+
+
+def _go_background(call):
+    threading.Thread(target=_watch, args=(call,), daemon=True,
+                     name="runbox-job-%s" % call.job_id).start()
+
+
+def _finish_inline(call, outcome):
+    if outcome == "exited":
+        _adopt_state(call)
+    else:
+        _discard_state(call)
+    shutil.rmtree(call.dir, ignore_errors=True)
+    _forget(call)
+
+
+# ---------------------------------------------------------------------------------------
+# Ops
+
+@OPS.register("terminal")
+def terminal(args, request_id=None):
+    command, timeout_s, wait_s = _parse_args(args)
+    limit = _output_limit(args)
+    call = _start(command, request_id)
+    outcome = _wait(call, timeout_s, wait_s)
+    if outcome == "background":
+        result = _background_result(call, limit, wait_s)
+        _go_background(call)
+        return result
+    # Read the output before the job directory holding it goes away.
+    result = _finished_result(call, outcome, limit, timeout_s)
+    _finish_inline(call, outcome)
+    return result
+
+
+@OPS.register("cancel")
+def cancel(args, request_id=None):
+    """Kill the process group of the in-flight terminal call whose request id is target_id."""
+    target = args.get("target_id")
+    if not isinstance(target, str) or not target:
+        raise _invalid("target_id is required and must be a non-empty string")
+    with _lock:
+        call = next((c for c in _calls.values() if c.request_id == target and c.proc
+                     and not c.background and not c.finished), None)
+        if call:
+            call.cancelled = True
+    killed = bool(call) and _signal_group(call.proc.pid, signal.SIGTERM)
+    if killed:
+        # The escalation to SIGKILL runs on its own so cancel answers at once.
+        threading.Thread(target=_finish_kill, args=(call.proc.pid,), daemon=True).start()
+    output = ("cancelled terminal call %s (process group %d)" % (target, call.proc.pid)
+              if killed else "no running terminal call %s" % target)
+    return {"output": output, "metadata": {"target_id": target, "killed": killed},
+            "is_error": False}
+
+
+def _tracked(job_id):
+    with _lock:
+        return job_id in _calls
+
+
+def _is_lost(status):
+    """A job that says running but whose process is gone, or is some other process now."""
+    pid = status.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        return True
+    stat = _proc_stat(pid)
+    ticks = status.get("pid_start_ticks")
+    return bool(stat and isinstance(ticks, int) and stat[2] != ticks)
+
+
+def _refresh(job_dir, job_id):
+    """status.json of a job, marking it lost first if its process vanished unrecorded."""
+    status = _read_status(job_dir)
+    if status and status.get("status") == "running" and not _tracked(job_id) and _is_lost(status):
+        status.update(status="lost", finished_at=_now_iso())
+        try:
+            _write_json_atomic(os.path.join(job_dir, "status.json"), status)
+        except OSError:
+            pass
+    return status
+
+
+@OPS.register("job_status")
+def job_status(args, request_id=None):
+    job_id = args.get("job_id")
+    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
+        raise _invalid("job_id is required and must be a job id such as 20250101-120000-a1b2c3")
+    job_dir = os.path.join(_jobs_dir(), job_id)
+    status = _refresh(job_dir, job_id)
+    if status is None:
+        raise ToolError("unknown job %s: no %s/status.json (finished jobs are removed 24 h "
+                        "after they end; inline calls leave none)" % (job_id, job_dir),
+                        code="not_found", job_id=job_id)
+    limit = _output_limit(args)
+    lines = ["%s: %s" % (k, status.get(k)) for k in
+             ("status", "exit_code", "job_id", "pid", "started_at", "finished_at")]
+    output = "\n".join(lines + _tails(job_dir, limit // 2))
+    return {"output": output, "metadata": dict(status, job_dir=job_dir), "is_error": False}
+
+
+def _tails(job_dir, cap):
+    parts = []
+    for name in ("stdout", "stderr"):
+        tail, skipped = _read_tail(os.path.join(job_dir, name + ".txt"), cap)
+        if tail or skipped:
+            note = "… %d earlier bytes not shown\n" % skipped if skipped else ""
+            parts.append("%s (tail):\n%s%s" % (name, note, tail.rstrip("\n")))
+    return parts
+
+
+# ---------------------------------------------------------------------------------------
+# Reclaiming finished jobs
+
+def _finished_long_ago(status, now):
+    try:
+        finished = datetime.fromisoformat(status["finished_at"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return now - finished > RECLAIM_AFTER
+
+
+def _reclaim_one(job_dir, job_id, now):
+    if _tracked(job_id):
+        return  # running, or finishing right now
+    status = _refresh(job_dir, job_id)
+    if status is None:
+        # No status.json: left over from a crash between mkdir and spawn.
+        old = time.time() - os.path.getmtime(job_dir) > RECLAIM_AFTER.total_seconds()
+        if old:
+            shutil.rmtree(job_dir, ignore_errors=True)
+    elif status.get("status") != "running" and _finished_long_ago(status, now):
+        shutil.rmtree(job_dir, ignore_errors=True)
+
+
+def _drop_stale_pending_states():
+    # Left by calls of an agent that is gone; ours are tracked until used or dropped.
+    pending = os.path.join(_state_dir(), "pending")
+    for name in os.listdir(pending) if os.path.isdir(pending) else ():
+        if not _tracked(name[:-3]):
+            try:
+                os.unlink(os.path.join(pending, name))
+            except OSError:
+                pass
+
+
+def reclaim_jobs():
+    """Remove job directories finished more than 24 h ago; mark vanished ones lost."""
+    jobs = _jobs_dir()
+    now = datetime.now(timezone.utc)
+    for job_id in os.listdir(jobs) if os.path.isdir(jobs) else ():
+        job_dir = os.path.join(jobs, job_id)
+        if JOB_ID_RE.match(job_id) and os.path.isdir(job_dir):
+            try:
+                _reclaim_one(job_dir, job_id, now)
+            except OSError:
+                pass  # one unreadable directory must not stop the sweep
+    _drop_stale_pending_states()
+
+
+def _reclaim_forever():
+    while True:
+        time.sleep(RECLAIM_EVERY_S)
+        try:
+            reclaim_jobs()
+        except Exception:  # noqa: BLE001  the sweeper must outlive any one bad sweep
+            pass
+
+
+@OPS.on_startup
+def start_job_reclaimer():
+    global _reclaimer_started
+    reclaim_jobs()
+    with _lock:
+        if _reclaimer_started:
+            return
+        _reclaimer_started = True
+    threading.Thread(target=_reclaim_forever, daemon=True, name="runbox-job-reclaimer").start()

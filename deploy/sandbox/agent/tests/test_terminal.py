@@ -1,0 +1,446 @@
+"""Tests for the terminal, cancel and job_status ops (runbox_tools/terminal.py).
+
+Run from deploy/sandbox/agent:  python3 -m unittest discover -s tests -t .
+
+Every test gets its own workspace and agent-state directory (the module reads both from the
+environment on each call), so shell state never leaks between tests. Every process a test
+starts is killed in tearDown, whether or not the test got as far as stopping it itself.
+Waits for something asynchronous are bounded polls, never fixed sleeps.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from datetime import datetime, timedelta, timezone
+
+_ROOT = tempfile.mkdtemp(prefix="runbox-terminal-test-")
+# Set before the import, as the agent would have them.
+os.environ["RUNBOX_WORKSPACE"] = os.path.join(_ROOT, "workspace")
+os.environ["RUNBOX_AGENT_STATE"] = os.path.join(_ROOT, "state")
+
+import runbox_agent  # noqa: E402
+from runbox_tools import OPS, ToolError  # noqa: E402
+from runbox_tools import terminal as terminal_module  # noqa: E402
+
+CUT_NOTE = re.compile(r"… (\d+) characters cut \(max_output_chars=(\d+)\)$")
+
+
+def tearDownModule():
+    shutil.rmtree(_ROOT, ignore_errors=True)
+
+
+def alive(pid):
+    """True while pid runs. A zombie is dead: as PID 1 in a container nobody reaps it."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+class TerminalTestCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(dir=_ROOT)
+        self.workspace = os.path.join(self.dir, "workspace")
+        os.makedirs(self.workspace)
+        self._saved_env = {k: os.environ.get(k) for k in ("RUNBOX_WORKSPACE", "RUNBOX_AGENT_STATE")}
+        os.environ["RUNBOX_WORKSPACE"] = self.workspace
+        os.environ["RUNBOX_AGENT_STATE"] = os.path.join(self.dir, "state")
+        self.pgids = []
+        self.pids = []
+
+    def tearDown(self):
+        for call in list(terminal_module._calls.values()):
+            if call.proc is not None:
+                self.pgids.append(call.proc.pid)
+        for pgid in self.pgids:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        # Background watchers finish once their process is dead; let them, so no thread of
+        # this test writes into the next one's files.
+        wait_until(lambda: not terminal_module._calls, timeout=5)
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_cmd(self, command, **args):
+        result = OPS["terminal"](dict(args, command=command))
+        pid = result["metadata"].get("pid")
+        if pid:
+            self.pgids.append(pid)
+        return result
+
+    def stdout_of(self, result):
+        """The text of the stdout section (None when there is none)."""
+        match = re.search(r"^stdout(?: so far)?:\n(.*?)(?:\nstderr(?: so far)?:\n|\Z)",
+                          result["output"], re.S | re.M)
+        return match.group(1) if match else None
+
+    def jobs_dir(self):
+        return os.path.join(self.workspace, ".runbox", "jobs")
+
+    def read_status(self, job_id):
+        try:
+            with open(os.path.join(self.jobs_dir(), job_id, "status.json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def wait_for_exit(self, job_id, timeout=5.0):
+        ok = wait_until(lambda: (self.read_status(job_id) or {}).get("status") == "exited", timeout)
+        self.assertTrue(ok, "job %s never recorded its exit: %r" % (job_id, self.read_status(job_id)))
+        return self.read_status(job_id)
+
+
+class ShellStateTests(TerminalTestCase):
+    def test_first_call_starts_in_the_workspace(self):
+        self.assertEqual(self.stdout_of(self.run_cmd("pwd")), self.workspace)
+
+    def test_cd_persists(self):
+        self.run_cmd("mkdir -p sub/deeper && cd sub/deeper")
+        self.assertEqual(self.stdout_of(self.run_cmd("pwd")),
+                         os.path.join(self.workspace, "sub", "deeper"))
+
+    def test_export_and_unset_persist(self):
+        self.run_cmd("export RB_TEST_VAR='a b'")
+        self.assertEqual(self.stdout_of(self.run_cmd("echo \"[$RB_TEST_VAR]\"; printenv RB_TEST_VAR")),
+                         "[a b]\na b")
+        self.run_cmd("unset RB_TEST_VAR")
+        self.assertEqual(self.stdout_of(self.run_cmd("echo \"[$RB_TEST_VAR]\"")), "[]")
+
+    def test_unset_of_a_variable_the_agent_passes_persists(self):
+        os.environ["RB_AGENT_VAR"] = "from-agent"
+        self.addCleanup(os.environ.pop, "RB_AGENT_VAR", None)
+        self.assertEqual(self.stdout_of(self.run_cmd("echo \"[$RB_AGENT_VAR]\"; unset RB_AGENT_VAR")),
+                         "[from-agent]")
+        self.assertEqual(self.stdout_of(self.run_cmd("echo \"[$RB_AGENT_VAR]\"")), "[]")
+
+    def test_function_and_alias_persist(self):
+        self.run_cmd("greet() { echo \"hello $1\"; }\nalias shout='echo LOUD'")
+        result = self.run_cmd("greet world\nshout")
+        self.assertEqual(self.stdout_of(result), "hello world\nLOUD", result["output"])
+
+    def test_venv_like_activate_persists_until_deactivate(self):
+        bin_dir = os.path.join(self.workspace, "venv", "bin")
+        os.makedirs(bin_dir)
+        # Like a real venv: the saved PATH is an unexported shell variable.
+        with open(os.path.join(bin_dir, "activate"), "w") as f:
+            f.write('deactivate () {\n'
+                    '  PATH="$_OLD_VIRTUAL_PATH"; export PATH; unset _OLD_VIRTUAL_PATH\n'
+                    '  unset VIRTUAL_ENV; unset -f deactivate\n'
+                    '}\n'
+                    'VIRTUAL_ENV="%s"; export VIRTUAL_ENV\n'
+                    '_OLD_VIRTUAL_PATH="$PATH"\n'
+                    'PATH="$VIRTUAL_ENV/bin:$PATH"; export PATH\n' % os.path.dirname(bin_dir))
+        # PATH is compared rather than a tool run from it: /tmp may be mounted noexec.
+        original_path = self.stdout_of(self.run_cmd("echo \"$PATH\""))
+
+        self.run_cmd("source venv/bin/activate")
+        result = self.run_cmd("echo \"$PATH\"; echo \"$VIRTUAL_ENV\"; type -t deactivate")
+        self.assertEqual(self.stdout_of(result), "%s:%s\n%s\nfunction" % (
+            bin_dir, original_path, os.path.dirname(bin_dir)), result["output"])
+        self.run_cmd("deactivate")
+        result = self.run_cmd("echo \"$PATH\"; echo \"[$VIRTUAL_ENV]\"; "
+                              "declare -F deactivate || echo no-deactivate")
+        self.assertEqual(self.stdout_of(result), "%s\n[]\nno-deactivate" % original_path,
+                         result["output"])
+
+    def test_background_job_does_not_save_its_state(self):
+        result = self.run_cmd("sleep 0.4; cd /", max_wait_ms=250)
+        self.assertTrue(result["metadata"]["background"], result["output"])
+        self.wait_for_exit(result["metadata"]["job_id"])
+        self.assertEqual(self.stdout_of(self.run_cmd("pwd")), self.workspace)
+
+
+class ResultTests(TerminalTestCase):
+    def assert_exit(self, command, code):
+        result = self.run_cmd(command)
+        self.assertTrue(result["output"].startswith("status: exited\nexit_code: %d" % code),
+                        result["output"])
+        self.assertEqual(result["metadata"]["exit_code"], code)
+        self.assertFalse(result["is_error"])  # the model reads the code; not a tool error
+        self.assertFalse(result["metadata"]["timed_out"])
+        self.assertFalse(result["metadata"]["background"])
+        return result
+
+    def test_exit_zero_without_output_has_no_stream_sections(self):
+        result = self.assert_exit("true", 0)
+        self.assertEqual(result["output"], "status: exited\nexit_code: 0")
+
+    def test_exit_code(self):
+        self.assert_exit("echo partial; exit 3", 3)
+
+    def test_sigkill_is_137(self):
+        self.assert_exit("kill -9 $$", 137)
+
+    def test_sigterm_is_143(self):
+        self.assert_exit("kill -TERM $$", 143)
+
+    def test_stdout_then_stderr(self):
+        result = self.assert_exit("echo out; echo err >&2", 0)
+        self.assertEqual(result["output"], "status: exited\nexit_code: 0\nstdout:\nout\nstderr:\nerr")
+
+    def test_stderr_only(self):
+        result = self.assert_exit("echo oops >&2", 0)
+        self.assertEqual(result["output"], "status: exited\nexit_code: 0\nstderr:\noops")
+
+    def test_syntax_error_reported_like_bash(self):
+        result = self.run_cmd("echo before\nif true; then")
+        self.assertNotEqual(result["metadata"]["exit_code"], 0)
+        self.assertIn("stdout:\nbefore", result["output"])
+        # Line numbers are the command's own (bash reports this one at the end of input).
+        self.assertRegex(result["output"], r"stderr:\nbash: eval: line 3: syntax error")
+
+    def test_inline_completion_removes_job_dir(self):
+        result = self.run_cmd("echo hi")
+        job_id = result["metadata"]["job_id"]
+        self.assertTrue(job_id)
+        self.assertFalse(os.path.exists(os.path.join(self.jobs_dir(), job_id)))
+        self.assertEqual(os.listdir(self.jobs_dir()), [])
+
+    def test_environment_has_no_pager_and_no_stdin(self):
+        result = self.run_cmd("echo \"$TERM $PAGER $GIT_PAGER\"; readlink /proc/$$/fd/0")
+        self.assertEqual(self.stdout_of(result), "dumb cat cat\n/dev/null")
+
+    def test_trailing_ampersand_is_stripped(self):
+        # Not stripped, bash would put the whole list in the background and exit at once.
+        result = self.run_cmd("sleep 0.3 && echo waited &", max_wait_ms=5000)
+        self.assertEqual(self.stdout_of(result), "waited", result["output"])
+
+
+class TruncationTests(TerminalTestCase):
+    def handle(self, command, **args):
+        response = runbox_agent.handle({"id": "t1", "op": "terminal",
+                                        "args": dict(args, command=command)})
+        self.pgids.append(response["result"]["metadata"]["pid"])
+        return response["result"]
+
+    def test_large_output_is_cut_with_a_note(self):
+        result = self.handle("head -c 100000 /dev/zero | tr '\\0' x", max_output_chars=1000)
+        output = result["output"]
+        self.assertTrue(output.startswith("status: exited\nexit_code: 0\nstdout:\n"), output[:100])
+        match = CUT_NOTE.search(output)
+        self.assertIsNotNone(match, output[-200:])
+        self.assertEqual(match.group(2), "1000")
+        self.assertLessEqual(len(output), 1000 + len(match.group(0)) + 1)
+        kept = output[:match.start()].split("stdout:\n", 1)[1]
+        self.assertEqual(set(kept.strip()), {"x"})
+        self.assertEqual(len(kept.strip()) + int(match.group(1)), 100000)
+
+    def test_stderr_survives_a_stdout_flood(self):
+        result = self.handle("head -c 100000 /dev/zero | tr '\\0' x; "
+                             "head -c 290 /dev/zero | tr '\\0' e >&2; echo END-ERR >&2",
+                             max_output_chars=1000)
+        self.assertRegex(result["output"], r"\nstderr:\ne{290}END-ERR$")
+
+
+class TimeoutTests(TerminalTestCase):
+    def test_timeout_kills_the_whole_group_and_next_call_works(self):
+        started = time.monotonic()
+        result = self.run_cmd("sleep 60 & echo child=$!; sleep 60", timeout_seconds=1,
+                              max_wait_ms=5000)
+        child = int(re.search(r"child=(\d+)", result["output"]).group(1))
+        self.pids.append(child)
+        self.assertLess(time.monotonic() - started, 4.5)
+        self.assertTrue(result["is_error"])
+        self.assertTrue(result["metadata"]["timed_out"])
+        self.assertTrue(result["output"].startswith("status: timed_out"), result["output"])
+        self.assertIn("timed out after 1 seconds", result["output"])
+        self.assertTrue(wait_until(lambda: not alive(child), 3), "child sleep survived")
+        self.assertFalse(alive(result["metadata"]["pid"]))
+        after = self.run_cmd("echo ok")
+        self.assertEqual(self.stdout_of(after), "ok")
+        self.assertFalse(after["is_error"])
+
+
+class BackgroundTests(TerminalTestCase):
+    def test_wait_window_makes_a_background_job_that_records_its_exit(self):
+        result = self.run_cmd("sleep 1; echo done", max_wait_ms=300)
+        meta = result["metadata"]
+        self.assertTrue(result["output"].startswith("status: running"), result["output"])
+        self.assertFalse(result["is_error"])
+        self.assertTrue(meta["background"])
+        job_dir = os.path.join(self.jobs_dir(), meta["job_id"])
+        for key, name in (("status_file", "status.json"), ("stdout_file", "stdout.txt"),
+                          ("stderr_file", "stderr.txt")):
+            self.assertEqual(meta[key], os.path.join(job_dir, name))
+            self.assertIn(meta[key], result["output"])
+        self.assertIn("pid: %d" % meta["pid"], result["output"])
+        status = self.read_status(meta["job_id"])
+        self.assertEqual((status["status"], status["pid"]), ("running", meta["pid"]))
+        self.assertEqual(status["command"], "sleep 1; echo done")
+        self.assertTrue(alive(meta["pid"]))  # the wait window did not kill it
+
+        status = self.wait_for_exit(meta["job_id"])
+        self.assertEqual(status["exit_code"], 0)
+        self.assertTrue(status["finished_at"])
+        with open(meta["stdout_file"]) as f:
+            self.assertEqual(f.read(), "done\n")
+
+    def test_kill_group_of_a_background_job(self):
+        result = self.run_cmd("sleep 60 & echo child=$!; sleep 60", max_wait_ms=250)
+        meta = result["metadata"]
+        self.assertTrue(meta["background"], result["output"])
+
+        def child_pid():
+            with open(meta["stdout_file"]) as f:
+                match = re.search(r"child=(\d+)", f.read())
+            return int(match.group(1)) if match else None
+
+        self.assertTrue(wait_until(lambda: child_pid() is not None))
+        child = child_pid()
+        self.pids.append(child)
+        killed = self.run_cmd("kill -- -%d" % meta["pid"])
+        self.assertEqual(killed["metadata"]["exit_code"], 0, killed["output"])
+        status = self.wait_for_exit(meta["job_id"])
+        self.assertEqual(status["exit_code"], 128 + signal.SIGTERM)
+        self.assertTrue(wait_until(lambda: not alive(child) and not alive(meta["pid"]), 3))
+
+    def test_job_status(self):
+        result = self.run_cmd("echo first; sleep 0.5; echo second >&2", max_wait_ms=250)
+        job_id = result["metadata"]["job_id"]
+        running = OPS["job_status"]({"job_id": job_id})
+        self.assertTrue(running["output"].startswith("status: running"), running["output"])
+        self.wait_for_exit(job_id)
+        done = OPS["job_status"]({"job_id": job_id})
+        self.assertTrue(done["output"].startswith("status: exited\nexit_code: 0"), done["output"])
+        self.assertIn("stdout (tail):\nfirst", done["output"])
+        self.assertIn("stderr (tail):\nsecond", done["output"])
+        self.assertEqual(done["metadata"]["exit_code"], 0)
+
+    def test_job_status_errors(self):
+        with self.assertRaises(ToolError) as ctx:
+            OPS["job_status"]({"job_id": "20000101-000000-abcdef"})
+        self.assertEqual(ctx.exception.code, "not_found")
+        for bad in (None, "", "../etc", 7):
+            with self.assertRaises(ToolError) as ctx:
+                OPS["job_status"]({"job_id": bad})
+            self.assertEqual(ctx.exception.code, "invalid_arguments")
+
+
+class ArgumentTests(TerminalTestCase):
+    def assert_invalid(self, args):
+        with self.assertRaises(ToolError) as ctx:
+            OPS["terminal"](args)
+        self.assertEqual(ctx.exception.code, "invalid_arguments")
+
+    def test_command_required(self):
+        for args in ({}, {"command": ""}, {"command": "   "}, {"command": 5}, {"command": " & "}):
+            self.assert_invalid(args)
+
+    def test_timeout_range(self):
+        for timeout in (0, 0.5, 901, "10", True):
+            self.assert_invalid({"command": "true", "timeout_seconds": timeout})
+
+    def test_max_wait_must_be_a_number(self):
+        self.assert_invalid({"command": "true", "max_wait_ms": "soon"})
+
+    def test_max_wait_is_clamped_up_to_250(self):
+        result = self.run_cmd("sleep 0.05; echo quick", max_wait_ms=1)
+        self.assertEqual(self.stdout_of(result), "quick", result["output"])
+
+    def test_error_through_the_server(self):
+        response = runbox_agent.handle({"id": "a", "op": "terminal", "args": {}})
+        self.assertTrue(response["result"]["is_error"])
+        self.assertEqual(response["result"]["metadata"]["error_code"], "invalid_arguments")
+
+
+class CancelTests(TerminalTestCase):
+    def test_cancel_kills_the_inflight_call(self):
+        results = {}
+        thread = threading.Thread(target=lambda: results.update(OPS["terminal"](
+            {"command": "sleep 60 & echo $! > child.pid; sleep 60", "max_wait_ms": 30000},
+            request_id="req-cancel")))
+        thread.start()
+        pid_file = os.path.join(self.workspace, "child.pid")
+        self.assertTrue(wait_until(lambda: os.path.exists(pid_file) and os.path.getsize(pid_file)))
+        with open(pid_file) as f:
+            child = int(f.read())
+        self.pids.append(child)
+
+        answer = OPS["cancel"]({"target_id": "req-cancel"})
+        self.assertTrue(answer["metadata"]["killed"], answer["output"])
+        thread.join(5)
+        self.assertFalse(thread.is_alive(), "the cancelled call did not return")
+        self.assertTrue(results["output"].startswith("status: cancelled\nexit_code: 143"),
+                        results["output"])
+        self.assertTrue(results["metadata"]["cancelled"])
+        self.assertTrue(wait_until(lambda: not alive(child), 3), "child sleep survived")
+
+    def test_cancel_unknown_target(self):
+        answer = OPS["cancel"]({"target_id": "nothing-runs"})
+        self.assertFalse(answer["metadata"]["killed"])
+        with self.assertRaises(ToolError) as ctx:
+            OPS["cancel"]({})
+        self.assertEqual(ctx.exception.code, "invalid_arguments")
+
+
+class ReclaimTests(TerminalTestCase):
+    def fake_job(self, job_id, **status):
+        job_dir = os.path.join(self.jobs_dir(), job_id)
+        os.makedirs(job_dir)
+        with open(os.path.join(job_dir, "status.json"), "w") as f:
+            json.dump(dict(status, job_id=job_id), f)
+        return job_dir
+
+    def dead_pid(self):
+        proc = subprocess.Popen(["true"])
+        proc.wait()
+        return proc.pid
+
+    def test_reclaim(self):
+        now = datetime.now(timezone.utc)
+        old = self.fake_job("20000101-000000-000001", status="exited", exit_code=0, pid=1,
+                            finished_at=(now - timedelta(hours=25)).isoformat())
+        recent = self.fake_job("20000101-000000-000002", status="exited", exit_code=0, pid=1,
+                               finished_at=(now - timedelta(hours=1)).isoformat())
+        vanished = self.fake_job("20000101-000000-000003", status="running",
+                                 pid=self.dead_pid(), finished_at=None)
+        running = self.run_cmd("sleep 60", max_wait_ms=250)["metadata"]
+
+        terminal_module.reclaim_jobs()
+
+        self.assertFalse(os.path.exists(old))
+        self.assertTrue(os.path.exists(recent))
+        self.assertEqual(self.read_status(os.path.basename(vanished))["status"], "lost")
+        self.assertEqual(self.read_status(running["job_id"])["status"], "running")
+        self.assertTrue(alive(running["pid"]))
+
+    def test_reclaimer_runs_at_startup(self):
+        self.assertIn(terminal_module.start_job_reclaimer, OPS.startup_hooks)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,12 @@
+import { z } from 'zod';
+
+/**
+ * "Run R has a new event": a core NATS publish after each event is stored, so event streams
+ * on any gateway replica wake at once. Postgres has the events themselves; a lost notice only
+ * delays a stream until its next poll.
+ */
+export const RUN_EVENTS_SUBJECT_PREFIX = 'runbox.runs.events.v1';
+export const runEventsSubject = (runId: string): string => `${RUN_EVENTS_SUBJECT_PREFIX}.${runId}`;
+
+export const runEventNoticeSchema = z.object({ run_id: z.string().min(1).max(64), seq: z.number().int().positive() });
+export type RunEventNotice = z.infer<typeof runEventNoticeSchema>;

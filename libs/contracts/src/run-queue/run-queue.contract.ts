@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { ids } from '../tool-result';
+
+/**
+ * The durable run queue: a JetStream work-queue stream. Any gateway replica may take a run;
+ * Postgres holds its state, so a replica that dies mid-run leaves it for another to resume.
+ */
+export const RUN_STREAM = 'RUNBOX_RUNS';
+export const RUN_QUEUE_SUBJECT = 'runbox.runs.queued.v1';
+export const RUN_CONSUMER = 'runbox-run-workers';
+
+export const runQueuedSchema = z.object({ tenant_id: ids.tenant, run_id: z.string().min(1).max(64) });
+export type RunQueued = z.infer<typeof runQueuedSchema>;

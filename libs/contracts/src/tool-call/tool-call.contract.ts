@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { ids, rpcErrorSchema, toolResultSchema } from '../tool-result';
+
+/**
+ * Gateway → executor: run one sandbox tool. Request/reply on core NATS.
+ * New sessions go to the queue-group subject (any executor); once a session has a sandbox
+ * it is pinned, and calls go to that executor's own subject.
+ * A reply that never comes means "outcome unknown": the caller must not re-run blindly.
+ */
+export const TOOL_CALL_SUBJECT = 'runbox.executor.tool.call.v1';
+export const EXECUTOR_QUEUE_GROUP = 'runbox-executors';
+export const pinnedToolCallSubject = (executorId: string): string => `${TOOL_CALL_SUBJECT}.${executorId}`;
+
+export const toolCallRequestSchema = z.object({
+  tenant_id: ids.tenant,
+  session_id: ids.session,
+  /** Unique per call; used to cancel it. */
+  call_id: z.string().min(1).max(128),
+  tool: z.string().min(1).max(128),
+  arguments: z.record(z.string(), z.unknown()),
+  max_output_chars: z.number().int().positive().max(10_000_000),
+  /** The tool's own time limit; the executor adds a margin before giving up on the sandbox. */
+  timeout_ms: z.number().int().positive().max(3_600_000),
+  /** `docker` (default) or `local` (operator-enabled, no isolation). */
+  backend: z.enum(['docker', 'local']).default('docker'),
+});
+export type ToolCallRequest = z.input<typeof toolCallRequestSchema>;
+
+export const toolCallReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), executor_id: z.string(), result: toolResultSchema }),
+  z.object({ ok: z.literal(false), executor_id: z.string(), error: rpcErrorSchema }),
+]);
+export type ToolCallReply = z.infer<typeof toolCallReplySchema>;

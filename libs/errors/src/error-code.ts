@@ -1,0 +1,32 @@
+/** Every error Runbox reports carries one of these codes; each maps to one HTTP status. */
+export enum ErrorCode {
+  ValidationFailed = 'validation_failed',
+  InvalidJson = 'invalid_json',
+  Unauthorized = 'unauthorized',
+  Forbidden = 'forbidden',
+  NotFound = 'not_found',
+  Conflict = 'conflict',
+  PayloadTooLarge = 'payload_too_large',
+  RateLimited = 'rate_limited',
+  QuotaExceeded = 'quota_exceeded',
+  Unavailable = 'service_unavailable',
+  ExecutorUnavailable = 'executor_unavailable',
+  SandboxFailed = 'sandbox_failed',
+  Internal = 'internal_error',
+}
+
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  [ErrorCode.ValidationFailed]: 400,
+  [ErrorCode.InvalidJson]: 400,
+  [ErrorCode.Unauthorized]: 401,
+  [ErrorCode.Forbidden]: 403,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.Conflict]: 409,
+  [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.RateLimited]: 429,
+  [ErrorCode.QuotaExceeded]: 429,
+  [ErrorCode.Unavailable]: 503,
+  [ErrorCode.ExecutorUnavailable]: 503,
+  [ErrorCode.SandboxFailed]: 502,
+  [ErrorCode.Internal]: 500,
+};

@@ -1,0 +1,2 @@
+export * from './nats-client';
+export const NATS_CLIENT = Symbol('NATS_CLIENT');

@@ -1,0 +1,2 @@
+export * from './prisma.service';
+export * from './ids';

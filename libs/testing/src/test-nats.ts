@@ -1,0 +1,74 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A real nats-server with JetStream, private to one test file: its own port and storage, so
+ * queues, consumers and executors of concurrent test files never meet.
+ */
+export interface TestNats {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startNats(): Promise<TestNats> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'runbox-nats-'));
+  const proc = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  await waitForPort(port, proc);
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    stop: async () => {
+      await stopProcess(proc);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitForPort(port: number, proc: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`nats-server exited with ${proc.exitCode}`);
+    if (await canConnect(port)) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('nats-server did not start');
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+export function stopProcess(proc: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+    proc.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    proc.kill(signal);
+  });
+}

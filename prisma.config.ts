@@ -1,0 +1,14 @@
+// Prisma CLI configuration. The CLI migrates through its bundled WASM schema engine and
+// the pg driver adapter, so no engine binary is downloaded: installs work air-gapped.
+import path from 'node:path';
+import { defineConfig } from 'prisma/config';
+import { PrismaPg } from '@prisma/adapter-pg';
+
+export default defineConfig({
+  experimental: { adapter: true },
+  engine: 'js',
+  schema: path.join('prisma', 'schema.prisma'),
+  migrations: { path: path.join('prisma', 'migrations') },
+  adapter: async () =>
+    new PrismaPg({ connectionString: process.env.MIGRATION_DATABASE_URL ?? process.env.DATABASE_URL }),
+});

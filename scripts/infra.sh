@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Installs (where it can) and starts the infrastructure Runbox needs on this host:
+# PostgreSQL, NATS with JetStream and the Docker engine. Idempotent: whatever already
+# answers is left alone, so a second call returns in well under a second.
+#
+#   scripts/infra.sh up     install what is missing, start what is down
+#   scripts/infra.sh down   stop what this script started (by the pids it recorded)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+PG_PORT="${RUNBOX_PG_PORT:-5432}"
+NATS_PORT="${RUNBOX_NATS_PORT:-4222}"
+PG_USER=runbox
+PG_PASSWORD=runbox
+PG_DB=runbox
+PIDS="$RUNBOX_STATE_DIR/pids"
+mkdir -p "$PIDS" "$RUNBOX_STATE_DIR/logs"
+
+docker_up() { curl -sf --unix-socket /var/run/docker.sock http://localhost/_ping >/dev/null 2>&1; }
+nats_up() { (exec 3<>"/dev/tcp/127.0.0.1/$NATS_PORT") 2>/dev/null; }
+pg_up() { pg_isready -q -h 127.0.0.1 -p "$PG_PORT"; }
+
+ensure_packages() {
+  local missing=()
+  have curl || missing+=(curl)
+  have pg_ctlcluster || missing+=(postgresql)
+  have nats-server || missing+=(nats-server)
+  have dockerd || missing+=(docker.io)
+  # The sandbox image is built from Debian packages when no container registry answers.
+  have debootstrap || missing+=(debootstrap)
+  [ -x /bin/busybox ] || missing+=(busybox-static)
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+}
+
+start_docker() {
+  docker_up && return 0
+  is_root || die "the Docker engine is not running; start it (sudo systemctl start docker) or run ./runbox up as root"
+  log "starting dockerd"
+  setsid dockerd >"$RUNBOX_STATE_DIR/logs/dockerd.log" 2>&1 < /dev/null &
+  echo $! >"$PIDS/dockerd"
+  wait_for "dockerd" 60 docker_up
+}
+
+start_nats() {
+  nats_up && return 0
+  log "starting nats-server (JetStream) on 127.0.0.1:$NATS_PORT"
+  mkdir -p "$RUNBOX_STATE_DIR/nats"
+  setsid nats-server -a 127.0.0.1 -p "$NATS_PORT" -js -sd "$RUNBOX_STATE_DIR/nats" \
+    >"$RUNBOX_STATE_DIR/logs/nats.log" 2>&1 < /dev/null &
+  echo $! >"$PIDS/nats"
+  wait_for "nats-server" 20 nats_up
+}
+
+pg_version() { ls /usr/lib/postgresql | sort -n | tail -1; }
+
+start_postgres() {
+  if ! pg_up; then
+    is_root || die "PostgreSQL is not running on port $PG_PORT; start it or run ./runbox up as root"
+    local v; v=$(pg_version)
+    pg_lsclusters -h | awk '{print $2}' | grep -qx main || pg_createcluster "$v" main >/dev/null
+    log "starting PostgreSQL $v"
+    pg_ctlcluster --skip-systemctl-redirect "$v" main start
+    touch "$PIDS/postgres"
+    wait_for "PostgreSQL" 30 pg_up
+  fi
+  is_root || return 0
+  # Roles: runbox owns the schema (migrations); runbox_app is what the services connect as.
+  su postgres -c "psql -qAt -p $PG_PORT" <<SQL >/dev/null
+SELECT 'CREATE ROLE $PG_USER LOGIN CREATEDB PASSWORD ''$PG_PASSWORD'''
+  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_USER')\gexec
+SELECT 'CREATE DATABASE $PG_DB OWNER $PG_USER'
+  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$PG_DB')\gexec
+SQL
+}
+
+# stop_one NAME: stops one service this script started (nats, dockerd or postgres).
+stop_one() {
+  local f="$PIDS/$1" pid
+  [ -f "$f" ] || return 0
+  if [ "$1" = postgres ]; then
+    log "stopping PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(pg_version)" main stop || true
+  else
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+      log "stopping $1 (pid $pid)"
+      kill "$pid"
+      # dockerd stops its containers first; give it the time it needs.
+      for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    fi
+  fi
+  rm -f "$f"
+}
+
+stop_all() {
+  stop_one nats
+  stop_one dockerd
+  stop_one postgres
+}
+
+case "${1:-up}" in
+  up)
+    ensure_packages
+    start_postgres
+    start_nats
+    start_docker
+    ;;
+  down) stop_all ;;
+  stop) stop_one "${2:?usage: $0 stop nats|dockerd|postgres}" ;;
+  *) die "usage: $0 up|down|stop NAME" ;;
+esac
