@@ -47,6 +47,8 @@ export class TestStack {
       RUNBOX_ADMIN_TOKEN: this.adminToken,
       RUNBOX_EXECUTOR_ID: this.executorId,
       RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
+      // The exact image `./runbox test` built for this tree, not whatever :latest points at.
+      ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
       PORT: '0',
       ...this.options.env,
     });
