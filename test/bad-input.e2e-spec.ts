@@ -6,7 +6,8 @@ describe('bad input', () => {
   let tenant: TenantCredentials;
 
   beforeAll(async () => {
-    stack = await new TestStack({ executor: false }).start();
+    stack = new TestStack({ executor: false });
+    await stack.start();
     tenant = await stack.createTenant();
   });
   afterAll(() => stack?.stop());

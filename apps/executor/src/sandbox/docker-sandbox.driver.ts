@@ -59,7 +59,7 @@ export class DockerSandboxDriver {
           CapDrop: ['ALL'],
           SecurityOpt: ['no-new-privileges'],
           ReadonlyRootfs: true,
-          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${this.policy.tmpfsSizeMb}m,mode=1777` },
+          Tmpfs: { '/tmp': `rw,exec,nosuid,nodev,size=${this.policy.tmpfsSizeMb}m,mode=1777` },
           Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }],
           NetworkMode: this.policy.network ? 'bridge' : 'none',
           Memory: this.policy.memoryBytes,

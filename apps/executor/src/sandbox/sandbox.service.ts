@@ -65,7 +65,11 @@ export class SandboxService {
   async diagnose(tenantId: string, sessionId: string): Promise<'alive' | 'dead'> {
     const sandbox = this.live.get(sessionId);
     if (!sandbox) return 'dead';
-    if (await this.driver.isRunning(sandbox.containerId)) return 'alive';
+    // The channel breaks a moment before Docker reports the container gone; look twice.
+    if (await this.driver.isRunning(sandbox.containerId)) {
+      await settle(500);
+      if (await this.driver.isRunning(sandbox.containerId)) return 'alive';
+    }
     this.live.delete(sessionId);
     await this.driver.remove({ containerId: sandbox.containerId }, true);
     await this.repo.setState(tenantId, sessionId, 'failed', 'the sandbox container stopped unexpectedly');
@@ -141,4 +145,8 @@ export class SandboxService {
 
 export function containerName(sessionId: string): string {
   return `runbox-${sessionId}`;
+}
+
+function settle(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
