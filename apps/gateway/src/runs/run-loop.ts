@@ -21,7 +21,7 @@ import { OPEN_CALL_STATUSES, ToolCallsRepository } from './tool-calls.repository
 const MODEL_ATTEMPTS = 3;
 /** A worker taken over this many times (gateway crashes mid-run) gives the run up as failed. */
 export const MAX_RECOVERIES = 5;
-/** After the hard stop, model turns that still ask for tools before the run is stopped. */
+/** Model turns begun after the hard stop that may still ask for tools (all refused) before the run is stopped. */
 const TURNS_AFTER_HARD_STOP = 2;
 
 /** How a worker's time with a run ended. */
@@ -141,8 +141,11 @@ export class RunLoop {
   private async checkHardStop(ctx: RunContext): Promise<void> {
     const calls = await this.toolCalls.all(ctx.run.tenantId, ctx.run.id);
     ctx.usage.tool_calls = calls.length;
-    const lateTurns = new Set(calls.filter((c) => c.seq > ctx.limits.hardStopAfter).map((c) => c.turn));
-    if (lateTurns.size >= TURNS_AFTER_HARD_STOP) {
+    // Turns that began after the stop: the model was offered no tools and asked anyway.
+    const firstSeqOfTurn = new Map<number, number>();
+    for (const c of calls) if (!firstSeqOfTurn.has(c.turn)) firstSeqOfTurn.set(c.turn, c.seq);
+    const lateTurns = [...firstSeqOfTurn.values()].filter((seq) => seq > ctx.limits.hardStopAfter).length;
+    if (lateTurns >= TURNS_AFTER_HARD_STOP) {
       throw new RunFailure(
         `the model kept calling tools after the run's limit of ${ctx.limits.hardStopAfter} tool calls (hard_stop_after) instead of answering; the run was stopped`,
       );

@@ -4,6 +4,7 @@ import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueue
 import { LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { ConsumerMessages, JSONCodec, JsMsg, Subscription } from 'nats';
 import type { Logger } from 'pino';
@@ -108,6 +109,8 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     const log = this.logger.child({ tenantId, runId });
     let claimed = false;
     const controller = new AbortController();
+    // Every concurrent tool call of a turn listens on the run's signal.
+    setMaxListeners(0, controller.signal);
     let heartbeat: NodeJS.Timeout | undefined;
     try {
       const claim = await this.runs.claim(tenantId, runId, this.workerId, this.leaseMs);
