@@ -1,15 +1,20 @@
 import { queryDatabase } from '@app/testing';
 import { TestStack } from './test-stack';
 
-/** Small helpers the run tests share. */
+/** Small helpers the run tests share; `baseUrl` points them at another gateway replica. */
 export class RunsClient {
   constructor(
     readonly stack: TestStack,
     readonly key: string,
+    readonly baseUrl?: string,
   ) {}
 
+  private request(method: string, path: string, options: { body?: unknown; headers?: Record<string, string> } = {}) {
+    return this.stack.request(method, path, { key: this.key, baseUrl: this.baseUrl, ...options });
+  }
+
   async create(body: Record<string, unknown>, headers: Record<string, string> = {}) {
-    return this.stack.request('POST', '/v1/runs', { key: this.key, body, headers });
+    return this.request('POST', '/v1/runs', { body, headers });
   }
 
   /** Creates a run and insists on 202. */
@@ -20,23 +25,31 @@ export class RunsClient {
   }
 
   get(runId: string) {
-    return this.stack.request('GET', `/v1/runs/${runId}`, { key: this.key });
+    return this.request('GET', `/v1/runs/${runId}`);
   }
 
-  wait(runId: string, statuses?: string[], timeoutMs?: number) {
-    return this.stack.waitForRun(this.key, runId, statuses, timeoutMs);
+  /** Polls the run until it reaches one of `statuses` (bounded). */
+  async wait(runId: string, statuses = ['completed', 'failed', 'cancelled'], timeoutMs = 60_000) {
+    return eventually(
+      `run ${runId} to reach ${statuses.join(' or ')}`,
+      async () => {
+        const res = await this.get(runId).catch(() => undefined);
+        return statuses.includes(res?.body?.status) ? res!.body : undefined;
+      },
+      timeoutMs,
+    );
   }
 
   cancel(runId: string) {
-    return this.stack.request('POST', `/v1/runs/${runId}/cancel`, { key: this.key });
+    return this.request('POST', `/v1/runs/${runId}/cancel`);
   }
 
   decide(runId: string, body: Record<string, unknown>) {
-    return this.stack.request('POST', `/v1/runs/${runId}/approvals`, { key: this.key, body });
+    return this.request('POST', `/v1/runs/${runId}/approvals`, { body });
   }
 
   async messages(sessionId: string): Promise<Array<{ role: string; content: string | null; tool_call_id?: string; tool_calls?: any[] }>> {
-    const res = await this.stack.request('GET', `/v1/sessions/${sessionId}/messages`, { key: this.key });
+    const res = await this.request('GET', `/v1/sessions/${sessionId}/messages`);
     if (res.status !== 200) throw new Error(`messages answered ${res.status}`);
     return res.body.data;
   }
@@ -50,7 +63,7 @@ export class RunsClient {
 
   /** Runs a tool directly in the session's sandbox (no model), e.g. to look at a file. */
   async tool(sessionId: string, name: string, args: Record<string, unknown>) {
-    const res = await this.stack.request('POST', `/v1/sessions/${sessionId}/tools/${name}`, { key: this.key, body: { arguments: args } });
+    const res = await this.request('POST', `/v1/sessions/${sessionId}/tools/${name}`, { body: { arguments: args } });
     if (res.status !== 200) throw new Error(`direct ${name} answered ${res.status}: ${res.text}`);
     return res.body as { output: string; metadata: Record<string, unknown>; is_error: boolean };
   }

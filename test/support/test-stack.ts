@@ -102,11 +102,14 @@ export class TestStack {
     }
   }
 
-  /** SIGKILLs the gateway process: no shutdown hooks, no goodbye, as in a crash. */
-  async killGateway(): Promise<void> {
+  /**
+   * Stops the gateway process: SIGKILL (the default) is a crash, with no shutdown hooks;
+   * SIGTERM is an orderly stop, as a deployment does.
+   */
+  async killGateway(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     const child = this.gatewayChild;
     if (!child) throw new Error('the gateway is not a child process (start the stack with gatewayProcess: true)');
-    await stopProcess(child, 'SIGKILL');
+    await stopProcess(child, signal);
     this.gatewayChild = undefined;
   }
 
@@ -126,14 +129,14 @@ export class TestStack {
   }
 
   /** POST/GET/DELETE against the gateway, returning status, headers and parsed body. */
-  async request(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+  async request(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string>; baseUrl?: string } = {}) {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.key) headers.authorization = `Bearer ${options.key}`;
     let body: string | undefined;
     if (options.raw !== undefined) body = options.raw;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
     if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.url}${path}`, { method, headers, body });
+    const res = await fetch(`${options.baseUrl ?? this.url}${path}`, { method, headers, body });
     const text = await res.text();
     let json: any;
     try {

@@ -13,8 +13,6 @@ import { RunLoop, RunOutcome } from './run-loop';
 import { RunsRepository } from './runs.repository';
 
 const codec = JSONCodec<unknown>();
-/** A message redelivered this often without its run getting anywhere is given up on. */
-const MAX_DELIVERIES = 20;
 
 /**
  * The gateway's run workers. Every replica pulls from one durable JetStream consumer; a
@@ -26,7 +24,7 @@ const MAX_DELIVERIES = 20;
  */
 @Injectable()
 export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  /** This process's name on the runs it claims. */
+  /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
   private cancelSubscription?: Subscription;
@@ -107,43 +105,47 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     }
     const { tenant_id: tenantId, run_id: runId } = parsed.data;
     const log = this.logger.child({ tenantId, runId });
+    // One claim per message, not per process: a second message for a run this replica is
+    // already executing must find it held, like any other replica would.
+    const owner = `${this.workerId}/${randomBytes(4).toString('hex')}`;
     let claimed = false;
     const controller = new AbortController();
     // Every concurrent tool call of a turn listens on the run's signal.
     setMaxListeners(0, controller.signal);
     let heartbeat: NodeJS.Timeout | undefined;
     try {
-      const claim = await this.runs.claim(tenantId, runId, this.workerId, this.leaseMs);
+      const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
       if (claim.kind === 'finished') return msg.ack();
       if (claim.kind === 'held') return msg.nak(claim.retryInMs);
       claimed = true;
       this.active.set(runId, controller);
-      heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
+      heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
       const outcome: RunOutcome = await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries });
       if (outcome === 'aborted' && this.stopping) {
-        await this.runs.releaseLease(tenantId, runId, this.workerId);
+        await this.runs.releaseLease(tenantId, runId, owner);
         claimed = false;
         msg.nak(); // straight back to the queue for another replica
       } else {
         msg.ack();
       }
     } catch (err) {
+      // Only infrastructure trouble gets here (the loop turns a run's own failures into a
+      // failed run): try again later, backing off while it lasts.
       const deliveries = msg.info.deliveryCount;
       log.error({ err, deliveries }, 'run worker failed; the run will be retried');
-      if (deliveries >= MAX_DELIVERIES) msg.term();
-      else msg.nak(Math.min(30_000, 1_000 * deliveries));
+      msg.nak(Math.min(30_000, 1_000 * deliveries));
     } finally {
       clearInterval(heartbeat);
-      this.active.delete(runId);
-      if (claimed) await this.runs.releaseLease(tenantId, runId, this.workerId).catch(() => undefined);
+      if (this.active.get(runId) === controller) this.active.delete(runId);
+      if (claimed) await this.runs.releaseLease(tenantId, runId, owner).catch(() => undefined);
     }
   }
 
   /** Keeps the message and the claim alive; stops the run if the claim was lost or the run cancelled. */
-  private async beat(msg: JsMsg, tenantId: string, runId: string, controller: AbortController): Promise<void> {
+  private async beat(msg: JsMsg, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
     msg.working();
     try {
-      const status = await this.runs.renewLease(tenantId, runId, this.workerId, this.leaseMs);
+      const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
       if (status === null) controller.abort(new RunAbort('lease_lost'));
       else if (status === 'cancelled') controller.abort(new RunAbort('cancel'));
     } catch (err) {
