@@ -6,7 +6,7 @@ const ANTHROPIC_VERSION = '2023-06-01';
 
 const responseSchema = z.object({
   // Thinking and other block types carry nothing the loop uses; they are skipped.
-  content: z.array(z.object({ type: z.string(), text: z.string().optional(), id: z.string().optional(), name: z.string().optional(), input: z.unknown() })),
+  content: z.array(z.object({ type: z.string(), text: z.string().optional(), id: z.string().optional(), name: z.string().optional(), input: z.unknown().optional() })),
   usage: z.object({ input_tokens: z.number(), output_tokens: z.number() }).partial().optional(),
 });
 
