@@ -16,6 +16,15 @@ export const INTERRUPTED_RESULT =
 
 type Runnable = { call: ToolCallView; via: string };
 
+const WATCHDOG_FIRED = new Error('tool call watchdog');
+
+function raceWatchdog<T>(work: Promise<T>, watchdog: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    watchdog.addEventListener('abort', () => reject(WATCHDOG_FIRED), { once: true });
+    work.then(resolve, reject);
+  });
+}
+
 /**
  * Takes one model turn's tool calls from "the model asked" to "every call has a result".
  * Each call is judged first (offered, guardrails, permission rules, approval mode); the
@@ -154,23 +163,23 @@ export class ToolCallRunner {
   private async execute(ctx: RunContext, call: ToolCallView): Promise<ToolResult> {
     const { run } = ctx;
     const executorCallId = `${run.id}:${call.callId}`;
+    const watchdog = new AbortController();
+    const timer = setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
     try {
-      const result = await raceAbort(
-        this.tools.execute(
-          {
-            tenantId: run.tenantId,
-            sessionId: run.sessionId,
-            executorId: ctx.executorId,
-            callId: executorCallId,
-            maxOutputChars: ctx.limits.maxOutputChars,
-            timeouts: ctx.limits.timeouts,
-            signal: ctx.signal,
-          },
-          call.name,
-          call.arguments,
-        ),
-        ctx.signal,
+      const work = this.tools.execute(
+        {
+          tenantId: run.tenantId,
+          sessionId: run.sessionId,
+          executorId: ctx.executorId,
+          callId: executorCallId,
+          maxOutputChars: ctx.limits.maxOutputChars,
+          timeouts: ctx.limits.timeouts,
+          signal: ctx.signal,
+        },
+        call.name,
+        call.arguments,
       );
+      const result = await raceWatchdog(raceAbort(work, ctx.signal), watchdog.signal);
       if (result.executorId) ctx.executorId = result.executorId;
       return result;
     } catch (err) {
@@ -179,6 +188,9 @@ export class ToolCallRunner {
         if (abortKind(ctx.signal) === 'cancel') this.executor.cancelTool(run.tenantId, run.sessionId, executorCallId);
         throw err;
       }
+      if (err === WATCHDOG_FIRED) {
+        return { output: `error: ${call.name} gave no result within its time limit; it may or may not have taken effect. Check before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
+      }
       if (err instanceof InvalidToolArgumentsError) return { output: `refused: ${err.message}`, metadata: {}, is_error: true };
       if (err instanceof ToolInfrastructureError) {
         if (err.outcomeUnknown) return { output: `error: ${err.message}. Check its effects before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
@@ -186,7 +198,21 @@ export class ToolCallRunner {
         throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
       }
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /**
+   * The longest a call may take before the run stops waiting for it: the tool's limit plus
+   * the executor's grace and a margin. Sandbox calls time out on their own before this; it
+   * bounds any tool that does not, so a run is never stuck on one call.
+   */
+  private watchdogMs(ctx: RunContext, call: ToolCallView): number {
+    const args = (call.arguments ?? {}) as Record<string, unknown>;
+    const own = typeof args.timeout_seconds === 'number' ? args.timeout_seconds : 0;
+    const seconds = Math.min(900, Math.max(own, ctx.limits.timeouts?.[call.name] ?? 0, this.registry.get(call.name)?.timeoutSeconds ?? 120));
+    return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
   }
 
   private async finish(ctx: RunContext, call: ToolCallView, result: CallResult): Promise<void> {
