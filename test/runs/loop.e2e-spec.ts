@@ -230,6 +230,27 @@ describe('runs: the loop', () => {
     expect(late.body.error.code).toBe('conflict');
   });
 
+  it('cancels a run while the model is thinking, and the run queued behind it starts', async () => {
+    const hold = gate();
+    model.enqueue(async () => {
+      await hold.wait;
+      return { content: 'too late' };
+    });
+    const first = await runs.start({ input: 'think hard' });
+    await eventually('the model call', async () => (model.requests.length === 1 ? true : undefined));
+    model.enqueue({ content: 'second ran' });
+    const queued = await runs.start({ session_id: first.session_id, input: 'next', on_busy: 'enqueue' });
+
+    expect((await runs.cancel(first.id)).body.status).toBe('cancelled');
+    expect((await runs.wait(queued.id)).output).toBe('second ran');
+    hold.open();
+    // The abandoned answer is never stored: the first run ends with its cancel.
+    const events = await readRunEvents(stack.url, runs.key, first.id);
+    expect(events.map((e) => e.event)).toEqual(['run.queued', 'run.started', 'message.created', 'run.cancelled']);
+    const messages = await runs.messages(first.session_id);
+    expect(messages.map((m) => m.content)).toEqual(['think hard', 'next', 'second ran']);
+  });
+
   it('ends failed with a readable error when the provider keeps answering 500', async () => {
     model.enqueue({ status: 500, body: '{"error":{"message":"upstream exploded"}}' }, { status: 500 }, { status: 502, body: 'bad gateway' });
     const { id } = await runs.start({ input: 'x' });

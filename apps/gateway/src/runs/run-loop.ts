@@ -8,7 +8,7 @@ import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
 import { selectTools } from '../tools/tool-selection';
 import { abortableDelay, raceAbort } from './run-abort';
-import { RunContext, RunFailure, usageFrom } from './run-context';
+import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom } from './run-context';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
@@ -76,7 +76,8 @@ export class RunLoop {
   async execute(run: RunView, signal: AbortSignal, options: ExecuteOptions = {}): Promise<RunOutcome> {
     const log = this.logger.child({ tenantId: run.tenantId, runId: run.id, sessionId: run.sessionId });
     const { tenantId } = run;
-    let usage = usageFrom(run.usage);
+    // Counted from what earlier workers stored; the context updates this same object.
+    const usage = usageFrom(run.usage);
     try {
       if (run.status === 'queued') {
         if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
@@ -102,10 +103,10 @@ export class RunLoop {
         usage,
         log,
       };
-      usage = ctx.usage;
       return await this.drive(ctx);
     } catch (err) {
       if (signal.aborted) return 'aborted';
+      if (isTransientInfrastructureError(err)) throw err; // the queue retries the run later
       const readable = err instanceof RunFailure || err instanceof ModelError;
       const message = readable ? err.message : 'internal error while running';
       if (!readable) log.error({ err }, 'run crashed');
@@ -236,7 +237,7 @@ export class RunLoop {
     return 'finished';
   }
 
-  private async fail(run: RunView, message: string, usage: ReturnType<typeof usageFrom>): Promise<void> {
+  private async fail(run: RunView, message: string, usage: RunUsage): Promise<void> {
     const done = await this.runs.finish(
       run.tenantId,
       run,
@@ -252,7 +253,7 @@ export class RunLoop {
     }
   }
 
-  private async finalUsage(usage: ReturnType<typeof usageFrom>, run: RunView) {
+  private async finalUsage(usage: RunUsage, run: RunView): Promise<RunUsage> {
     const calls = await this.toolCalls.all(run.tenantId, run.id);
     return { ...usage, tool_calls: calls.length };
   }

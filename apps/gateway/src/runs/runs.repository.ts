@@ -7,7 +7,6 @@ import { ACTIVE_STATUSES, appendEventsTx, isTerminal, lockRun, NewEvent, RunStat
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
 export type { RunStatus } from './run-tx';
-export { TERMINAL_STATUSES } from './run-tx';
 
 export interface RunView {
   id: string;
