@@ -1,4 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { loadConfig, RunboxConfig } from '@app/config';
 import Docker from 'dockerode';
@@ -7,13 +10,21 @@ import { AddressInfo } from 'node:net';
 import { ExecutorModule } from '../../apps/executor/src/executor.module';
 import { createGateway } from '../../apps/gateway/src/bootstrap';
 import { createTestDatabase, TestDatabase } from '@app/testing';
-import { startNats, TestNats } from '@app/testing';
+import { freePort, startNats, stopProcess, TestNats } from '@app/testing';
+
+/** The built gateway (`npx nest build gateway`; `./runbox test` builds it). */
+export const GATEWAY_MAIN = join(__dirname, '..', '..', 'dist', 'apps', 'gateway', 'apps', 'gateway', 'src', 'main.js');
 
 export interface StackOptions {
   /** Extra environment, as an operator would set it. */
   env?: Record<string, string>;
   /** Start an executor too (default true). */
   executor?: boolean;
+  /**
+   * Run the gateway as a separate OS process from the build in dist/ (as production runs
+   * it), so a test can SIGKILL it mid-run and start it again.
+   */
+  gatewayProcess?: boolean;
 }
 
 export interface TenantCredentials {
@@ -36,13 +47,16 @@ export class TestStack {
   nats!: TestNats;
   private gateway?: { close(): Promise<void> };
   private executor?: INestApplicationContext;
+  private env: Record<string, string> = {};
+  private gatewayChild?: ChildProcess;
+  private gatewayLog = '';
 
   constructor(private readonly options: StackOptions = {}) {}
 
   async start(): Promise<this> {
     this.nats = await startNats();
     this.db = await createTestDatabase();
-    this.config = loadConfig({
+    this.env = {
       DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
       RUNBOX_ADMIN_TOKEN: this.adminToken,
@@ -52,13 +66,57 @@ export class TestStack {
       ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
       PORT: '0',
       ...this.options.env,
-    });
+    };
+    this.config = loadConfig(this.env);
     if (this.options.executor !== false) await this.startExecutor();
+    if (this.options.gatewayProcess) {
+      this.env.PORT = String(await freePort());
+      this.url = `http://127.0.0.1:${this.env.PORT}`;
+      await this.startGatewayProcess();
+      return this;
+    }
     const app = await createGateway(this.config);
     await app.listen(0, '127.0.0.1');
     this.gateway = app;
     this.url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
     return this;
+  }
+
+  /** Starts the built gateway as a child process on the stack's port and waits until it answers. */
+  async startGatewayProcess(): Promise<void> {
+    if (!existsSync(GATEWAY_MAIN)) throw new Error(`${GATEWAY_MAIN} is missing: run 'npx nest build gateway' (./runbox test does)`);
+    this.gatewayLog = '';
+    // Its log stays in memory (gatewayOutput), so failures can show it.
+    const env = { ...process.env, ...this.env, RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'info' };
+    const child = spawn(process.execPath, [GATEWAY_MAIN], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk: Buffer) => (this.gatewayLog = (this.gatewayLog + chunk.toString()).slice(-20_000));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.gatewayChild = child;
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`the gateway exited with ${child.exitCode}: ${this.gatewayLog}`);
+      const ok = await fetch(`${this.url}/healthz`).then((r) => r.ok).catch(() => false);
+      if (ok) return;
+      if (Date.now() > deadline) throw new Error(`the gateway did not answer within 60 s: ${this.gatewayLog}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * Stops the gateway process: SIGKILL (the default) is a crash, with no shutdown hooks;
+   * SIGTERM is an orderly stop, as a deployment does.
+   */
+  async killGateway(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.gatewayChild;
+    if (!child) throw new Error('the gateway is not a child process (start the stack with gatewayProcess: true)');
+    await stopProcess(child, signal);
+    this.gatewayChild = undefined;
+  }
+
+  /** The gateway process's recent output, for a failing test's message. */
+  get gatewayOutput(): string {
+    return this.gatewayLog;
   }
 
   async startExecutor(): Promise<void> {
@@ -72,14 +130,14 @@ export class TestStack {
   }
 
   /** POST/GET/DELETE against the gateway, returning status, headers and parsed body. */
-  async request(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) {
+  async request(method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string>; baseUrl?: string } = {}) {
     const headers: Record<string, string> = { ...(options.headers ?? {}) };
     if (options.key) headers.authorization = `Bearer ${options.key}`;
     let body: string | undefined;
     if (options.raw !== undefined) body = options.raw;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
     if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-    const res = await fetch(`${this.url}${path}`, { method, headers, body });
+    const res = await fetch(`${options.baseUrl ?? this.url}${path}`, { method, headers, body });
     const text = await res.text();
     let json: any;
     try {
@@ -113,6 +171,7 @@ export class TestStack {
   /** Safe after a partial start: stops whatever did start. */
   async stop(): Promise<void> {
     await this.gateway?.close();
+    if (this.gatewayChild) await stopProcess(this.gatewayChild);
     await this.stopExecutor();
     await removeExecutorResources(this.executorId);
     await this.nats?.stop();

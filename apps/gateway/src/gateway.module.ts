@@ -11,12 +11,17 @@ import { HealthController } from './health/health.controller';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { ModelsModule } from './models/models.module';
+import { RunControlService } from './runs/run-control.service';
+import { RunDispatcher } from './runs/run-dispatcher';
 import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
 import { RunQueue } from './runs/run-queue';
+import { RunSupervisor } from './runs/run-supervisor';
 import { RunsController } from './runs/runs.controller';
 import { RunsRepository } from './runs/runs.repository';
 import { RunsService } from './runs/runs.service';
+import { ToolCallRunner } from './runs/tool-call-runner';
+import { ToolCallsRepository } from './runs/tool-calls.repository';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsRepository } from './sessions/sessions.repository';
 import { SessionsService } from './sessions/sessions.service';
@@ -77,6 +82,11 @@ class InfrastructureModule implements OnApplicationShutdown {
     RunLoop,
     RunQueue,
     RunsService,
+    ToolCallsRepository,
+    ToolCallRunner,
+    RunDispatcher,
+    RunControlService,
+    RunSupervisor,
   ],
 })
 class GatewayFeaturesModule {}

@@ -25,6 +25,18 @@ export const configSchema = z.object({
   /** `openai` (chat completions) or `anthropic` (Messages API). */
   RUNBOX_MODEL_PROVIDER: z.enum(['openai', 'anthropic']).default('openai'),
   RUNBOX_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Stream chat completions (OpenAI-compatible providers) and emit `message.delta` events. */
+  RUNBOX_MODEL_STREAM: flag,
+  /** `max_tokens` for providers that require it (Anthropic Messages). */
+  RUNBOX_MODEL_MAX_TOKENS: z.coerce.number().int().positive().default(4096),
+  /** An approval nobody decides within this many seconds is denied (a run's limits may override it). */
+  RUNBOX_APPROVAL_TIMEOUT_SECONDS: z.coerce.number().int().positive().default(1800),
+  /** A gateway worker's claim on a run lasts this long without a heartbeat; then another replica resumes it. */
+  RUNBOX_RUN_LEASE_SECONDS: z.coerce.number().int().min(2).max(600).default(30),
+  /** How often each gateway looks for expired approvals and runs that lost their worker. */
+  RUNBOX_RUN_SWEEP_SECONDS: z.coerce.number().positive().max(3600).default(5),
+  /** Runs one gateway replica executes at the same time (more wait on the queue). */
+  RUNBOX_RUN_WORKERS: z.coerce.number().int().min(1).max(1000).default(32),
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long the gateway waits for an executor to answer a tool call beyond the tool's own timeout. */

@@ -5,3 +5,4 @@ export * from './session-release/session-release.contract';
 export * from './executor-ping/executor-ping.contract';
 export * from './run-queue/run-queue.contract';
 export * from './run-events/run-events.contract';
+export * from './run-cancel/run-cancel.contract';

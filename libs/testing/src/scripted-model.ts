@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 
-/** One chat-completions request as the scripted server received it. */
+/** One request as the scripted server received it. */
 export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
@@ -20,16 +20,28 @@ export type ScriptedReply =
 
 export type ScriptStep = ScriptedReply | ((request: RecordedRequest) => ScriptedReply | Promise<ScriptedReply>);
 
+export interface ScriptedModelOptions {
+  /** `openai` chat completions (default) or `anthropic` Messages. */
+  format?: 'openai' | 'anthropic';
+}
+
 /**
- * An OpenAI-compatible chat-completions server that answers from a script. Tests start it
- * on loopback and point the gateway at it, so the gateway's real HTTP client path runs.
- * When the script runs out it answers 500, which fails the run loudly.
+ * A model server that answers from a script: OpenAI-compatible chat completions (plain or
+ * streamed, as the request asks) or Anthropic Messages. Tests start it on loopback and
+ * point the gateway at it, so the gateway's real HTTP client path runs. When the script
+ * runs out it answers 500, which fails the run loudly. A step may be an async function, so
+ * a test can hold the model's answer until it has looked at the run.
  */
 export class ScriptedModelServer {
   readonly requests: RecordedRequest[] = [];
   private readonly script: ScriptStep[] = [];
   private server?: Server;
   private callCounter = 0;
+  private readonly format: 'openai' | 'anthropic';
+
+  constructor(options: ScriptedModelOptions = {}) {
+    this.format = options.format ?? 'openai';
+  }
 
   /** Adds replies to the end of the script. */
   enqueue(...steps: ScriptStep[]): this {
@@ -39,6 +51,12 @@ export class ScriptedModelServer {
 
   get remaining(): number {
     return this.script.length;
+  }
+
+  /** Forgets the script and the recorded requests (between tests). */
+  reset(): void {
+    this.script.length = 0;
+    this.requests.length = 0;
   }
 
   async start(): Promise<string> {
@@ -53,12 +71,24 @@ export class ScriptedModelServer {
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 
+  /** The tool names a request offered, in either format. */
+  static offeredTools(request: RecordedRequest): string[] {
+    const tools = (request.body.tools ?? []) as Array<{ name?: string; function?: { name: string } }>;
+    return tools.map((t) => t.function?.name ?? t.name ?? '').sort();
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
     const request: RecordedRequest = { path: req.url ?? '', headers: req.headers, body: JSON.parse(raw || '{}') };
     this.requests.push(request);
     const step = this.script.shift();
-    const reply = step === undefined ? { status: 500, body: 'script exhausted' } : typeof step === 'function' ? await step(request) : step;
+    let reply: ScriptedReply;
+    try {
+      reply = step === undefined ? { status: 500, body: 'script exhausted' } : typeof step === 'function' ? await step(request) : step;
+    } catch (err) {
+      reply = { status: 500, body: `script step threw: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    if (res.destroyed) return;
     if ('status' in reply) {
       res.writeHead(reply.status, { 'content-type': 'application/json' }).end(reply.body ?? '{"error":{"message":"scripted failure"}}');
       return;
@@ -67,10 +97,13 @@ export class ScriptedModelServer {
       'toolCalls' in reply
         ? reply.toolCalls.map((c) => ({
             id: c.id ?? `call_${++this.callCounter}`,
-            type: 'function',
-            function: { name: c.name, arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments) },
+            name: c.name,
+            arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
           }))
-        : undefined;
+        : [];
+    const content = reply.content ?? null;
+    if (this.format === 'anthropic') return this.answerAnthropic(res, request, content, toolCalls);
+    if (request.body.stream === true) return this.streamOpenAi(res, request, content, toolCalls);
     const body = {
       id: `chatcmpl-${this.requests.length}`,
       object: 'chat.completion',
@@ -78,14 +111,60 @@ export class ScriptedModelServer {
       choices: [
         {
           index: 0,
-          finish_reason: toolCalls ? 'tool_calls' : 'stop',
-          message: { role: 'assistant', content: reply.content ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}) },
+          finish_reason: toolCalls.length ? 'tool_calls' : 'stop',
+          message: {
+            role: 'assistant',
+            content,
+            ...(toolCalls.length ? { tool_calls: toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+          },
         },
       ],
       usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
     };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   }
+
+  /** Chat-completion chunks: the text in three pieces, each tool call as a header then its arguments in two pieces. */
+  private streamOpenAi(res: ServerResponse, request: RecordedRequest, content: string | null, toolCalls: Array<{ id: string; name: string; arguments: string }>): void {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      send({ id: `chatcmpl-${this.requests.length}`, object: 'chat.completion.chunk', model: request.body.model, choices: [{ index: 0, delta, finish_reason: finish }] });
+    chunk({ role: 'assistant' });
+    if (content) for (const piece of thirds(content)) chunk({ content: piece });
+    toolCalls.forEach((c, index) => {
+      chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] });
+      const half = Math.ceil(c.arguments.length / 2);
+      chunk({ tool_calls: [{ index, function: { arguments: c.arguments.slice(0, half) } }] });
+      chunk({ tool_calls: [{ index, function: { arguments: c.arguments.slice(half) } }] });
+    });
+    chunk({}, toolCalls.length ? 'tool_calls' : 'stop');
+    send({ id: `chatcmpl-${this.requests.length}`, object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+    res.end('data: [DONE]\n\n');
+  }
+
+  private answerAnthropic(res: ServerResponse, request: RecordedRequest, content: string | null, toolCalls: Array<{ id: string; name: string; arguments: string }>): void {
+    const blocks: unknown[] = [];
+    if (content) blocks.push({ type: 'text', text: content });
+    for (const c of toolCalls) blocks.push({ type: 'tool_use', id: c.id.replace(/^call_/, 'toolu_'), name: c.name, input: JSON.parse(c.arguments || '{}') });
+    const body = {
+      id: `msg_${this.requests.length}`,
+      type: 'message',
+      role: 'assistant',
+      model: request.body.model,
+      content: blocks,
+      stop_reason: toolCalls.length ? 'tool_use' : 'end_turn',
+      usage: { input_tokens: 12, output_tokens: 7 },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  }
+}
+
+function thirds(text: string): string[] {
+  const size = Math.max(1, Math.ceil(text.length / 3));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

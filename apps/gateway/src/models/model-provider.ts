@@ -23,6 +23,8 @@ export interface ModelRequest {
   messages: ModelMessage[];
   tools: ModelToolSpec[];
   signal?: AbortSignal;
+  /** Called with each piece of answer text as it streams in (streaming providers only). */
+  onTextDelta?: (text: string) => void;
 }
 
 export interface ModelUsage {

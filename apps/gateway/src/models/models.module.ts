@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { AnthropicMessagesProvider } from './anthropic-messages.provider';
 import { ModelError, ModelProvider, ModelRequest, ModelResponse, MODEL_PROVIDER } from './model-provider';
 import { OpenAiChatProvider } from './openai-chat.provider';
 
@@ -12,7 +13,9 @@ class UnconfiguredProvider implements ModelProvider {
 
 export function createModelProvider(config: RunboxConfig): ModelProvider {
   if (!config.RUNBOX_MODEL_BASE_URL) return new UnconfiguredProvider();
-  return new OpenAiChatProvider(config.RUNBOX_MODEL_BASE_URL, config.RUNBOX_MODEL_API_KEY, config.RUNBOX_MODEL_TIMEOUT_MS);
+  const connection = { baseUrl: config.RUNBOX_MODEL_BASE_URL, apiKey: config.RUNBOX_MODEL_API_KEY, timeoutMs: config.RUNBOX_MODEL_TIMEOUT_MS };
+  if (config.RUNBOX_MODEL_PROVIDER === 'anthropic') return new AnthropicMessagesProvider({ ...connection, maxTokens: config.RUNBOX_MODEL_MAX_TOKENS });
+  return new OpenAiChatProvider({ ...connection, stream: config.RUNBOX_MODEL_STREAM });
 }
 
 @Module({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ModelError, ModelMessage, ModelProvider, ModelRequest, ModelResponse } from './model-provider';
+import { ModelHttpRequest, postForEvents, postJson } from './http';
+import { ModelError, ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider';
 
 const responseSchema = z.object({
   choices: z
@@ -15,29 +16,60 @@ const responseSchema = z.object({
       }),
     )
     .min(1),
-  usage: z.object({ prompt_tokens: z.number().default(0), completion_tokens: z.number().default(0) }).partial().optional(),
+  usage: usageSchema().optional(),
 });
+
+const chunkSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullable().optional(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int().min(0).max(1000),
+                  id: z.string().optional(),
+                  function: z.object({ name: z.string().optional(), arguments: z.string().optional() }).partial().optional(),
+                }),
+              )
+              .nullable()
+              .optional(),
+          })
+          .optional(),
+      }),
+    )
+    .optional(),
+  usage: usageSchema().nullable().optional(),
+  error: z.object({ message: z.string() }).partial().optional(),
+});
+
+function usageSchema() {
+  return z.object({ prompt_tokens: z.number(), completion_tokens: z.number() }).partial();
+}
+
+export interface OpenAiChatOptions {
+  baseUrl: string;
+  apiKey?: string;
+  timeoutMs: number;
+  /** Ask for a streamed answer and report text as it arrives. */
+  stream: boolean;
+}
 
 /**
  * OpenAI-compatible chat completions with tools: OpenAI, vLLM, Ollama, LM Studio,
- * OpenRouter and anything else that speaks `POST {base}/chat/completions`.
+ * OpenRouter and anything else that speaks `POST {base}/chat/completions`, streamed or not.
  */
 export class OpenAiChatProvider implements ModelProvider {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly apiKey: string | undefined,
-    private readonly timeoutMs: number,
-  ) {}
+  constructor(private readonly options: OpenAiChatOptions) {}
 
-  async complete(request: ModelRequest): Promise<ModelResponse> {
-    const body = {
-      model: request.model,
-      messages: [...(request.system ? [{ role: 'system', content: request.system }] : []), ...request.messages.map(toWire)],
-      ...(request.tools.length > 0
-        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
-        : {}),
-    };
-    const json = await postJson(`${this.baseUrl.replace(/\/$/, '')}/chat/completions`, body, this.headers(), this.timeoutMs, request.signal);
+  complete(request: ModelRequest): Promise<ModelResponse> {
+    return this.options.stream ? this.completeStreamed(request) : this.completeWhole(request);
+  }
+
+  private async completeWhole(request: ModelRequest): Promise<ModelResponse> {
+    const json = await postJson(this.http(request, this.body(request)));
     const parsed = responseSchema.safeParse(json);
     if (!parsed.success) throw new ModelError('the model provider returned a response without choices', false);
     const message = parsed.data.choices[0].message;
@@ -48,8 +80,88 @@ export class OpenAiChatProvider implements ModelProvider {
     };
   }
 
-  private headers(): Record<string, string> {
-    return this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {};
+  private async completeStreamed(request: ModelRequest): Promise<ModelResponse> {
+    const body = { ...this.body(request), stream: true, stream_options: { include_usage: true } };
+    const answer = new StreamedAnswer();
+    for await (const event of postForEvents(this.http(request, body))) {
+      if (event.data === '[DONE]') break;
+      let json: unknown;
+      try {
+        json = JSON.parse(event.data);
+      } catch {
+        throw new ModelError('the model provider streamed something that is not JSON', false);
+      }
+      const chunk = chunkSchema.safeParse(json);
+      if (!chunk.success) throw new ModelError('the model provider streamed a chunk this client does not understand', false);
+      if (chunk.data.error) throw new ModelError(`the model provider reported an error mid-stream: ${chunk.data.error.message ?? 'unknown'}`, true);
+      const text = answer.add(chunk.data);
+      if (text) request.onTextDelta?.(text);
+    }
+    return answer.result();
+  }
+
+  private body(request: ModelRequest): Record<string, unknown> {
+    return {
+      model: request.model,
+      messages: [...(request.system ? [{ role: 'system', content: request.system }] : []), ...request.messages.map(toWire)],
+      ...(request.tools.length > 0
+        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+        : {}),
+    };
+  }
+
+  private http(request: ModelRequest, body: unknown): ModelHttpRequest {
+    return {
+      url: `${this.options.baseUrl.replace(/\/$/, '')}/chat/completions`,
+      body,
+      headers: this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : ({} as Record<string, string>),
+      timeoutMs: this.options.timeoutMs,
+      signal: request.signal,
+    };
+  }
+}
+
+/** Puts a streamed answer back together: text pieces, and tool calls assembled by index. */
+export class StreamedAnswer {
+  private text = '';
+  private sawText = false;
+  private readonly calls = new Map<number, ModelToolCall>();
+  private inputTokens = 0;
+  private outputTokens = 0;
+
+  /** Adds one chunk; returns the new answer text it carried, if any. */
+  add(chunk: z.infer<typeof chunkSchema>): string {
+    if (chunk.usage) {
+      this.inputTokens = chunk.usage.prompt_tokens ?? this.inputTokens;
+      this.outputTokens = chunk.usage.completion_tokens ?? this.outputTokens;
+    }
+    let added = '';
+    for (const choice of chunk.choices ?? []) {
+      const delta = choice.delta;
+      if (!delta) continue;
+      if (typeof delta.content === 'string') {
+        this.sawText = true;
+        this.text += delta.content;
+        added += delta.content;
+      }
+      for (const piece of delta.tool_calls ?? []) {
+        const call = this.calls.get(piece.index) ?? { id: '', name: '', arguments: '' };
+        if (piece.id) call.id = piece.id;
+        if (piece.function?.name) call.name += piece.function.name;
+        if (piece.function?.arguments) call.arguments += piece.function.arguments;
+        this.calls.set(piece.index, call);
+      }
+    }
+    return added;
+  }
+
+  result(): ModelResponse {
+    const toolCalls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call);
+    return {
+      content: this.sawText ? this.text : null,
+      toolCalls,
+      usage: { inputTokens: this.inputTokens, outputTokens: this.outputTokens },
+    };
   }
 }
 
@@ -67,35 +179,5 @@ function toWire(m: ModelMessage): Record<string, unknown> {
           ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }
           : {}),
       };
-  }
-}
-
-/** POSTs JSON and returns the parsed answer; every failure becomes a ModelError with a readable message. */
-export async function postJson(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  timeoutMs: number,
-  signal?: AbortSignal,
-): Promise<unknown> {
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-  let res: Response;
-  try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: combined });
-  } catch (err) {
-    if (signal?.aborted) throw new ModelError('the model call was cancelled', false);
-    if (timeout.aborted) throw new ModelError(`the model provider did not answer within ${timeoutMs} ms`, true);
-    throw new ModelError(`could not reach the model provider: ${err instanceof Error ? err.message : String(err)}`, true);
-  }
-  const text = await res.text();
-  if (!res.ok) {
-    const snippet = text.slice(0, 300).replace(/\s+/g, ' ');
-    throw new ModelError(`the model provider answered HTTP ${res.status}: ${snippet}`, res.status === 429 || res.status >= 500);
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new ModelError('the model provider answered with something that is not JSON', false);
   }
 }

@@ -2,33 +2,29 @@ import { Inject, Injectable } from '@nestjs/common';
 import { runEventNoticeSchema, runEventsSubject } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { Subscription } from 'nats';
+import { NewEvent } from './run-tx';
 import { RunEventView, RunsRepository } from './runs.repository';
 
 /**
- * Stores a run's events and tells live streams about them. Appends for one run are chained,
- * so concurrent tool calls cannot race for the same sequence number.
+ * A run's events: stored in Postgres (the run's row lock numbers them without gaps, across
+ * replicas), then announced on NATS so live streams on any replica wake at once.
  */
 @Injectable()
 export class RunEventsService {
-  private readonly chains = new Map<string, Promise<unknown>>();
-
   constructor(
     private readonly runs: RunsRepository,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
   ) {}
 
-  emit(tenantId: string, runId: string, type: string, data: Record<string, unknown>): Promise<number> {
-    const previous = this.chains.get(runId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(async () => {
-      const seq = await this.runs.appendEvent(tenantId, runId, type, { run_id: runId, ...data });
-      this.nats.publish(runEventsSubject(runId), runEventNoticeSchema, { run_id: runId, seq });
-      return seq;
-    });
-    this.chains.set(runId, next);
-    void next.finally(() => {
-      if (this.chains.get(runId) === next) this.chains.delete(runId);
-    });
-    return next;
+  /** Stores and announces events, unless the run has ended. */
+  async emit(tenantId: string, runId: string, ...events: NewEvent[]): Promise<void> {
+    this.announce(runId, await this.runs.appendEvents(tenantId, runId, events));
+  }
+
+  /** Tells live streams that events up to the last of `seqs` were stored. */
+  announce(runId: string, seqs: number[] | null | undefined): void {
+    if (!seqs || seqs.length === 0) return;
+    this.nats.publish(runEventsSubject(runId), runEventNoticeSchema, { run_id: runId, seq: seqs[seqs.length - 1] });
   }
 
   after(tenantId: string, runId: string, seq: number): Promise<RunEventView[]> {

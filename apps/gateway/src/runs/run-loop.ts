@@ -1,245 +1,287 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ModelError, ModelMessage, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolCall } from '../models/model-provider';
-import { MessageView, SessionsRepository } from '../sessions/sessions.repository';
-import { InvalidToolArgumentsError, ToolDispatcher, ToolInfrastructureError } from '../tools/tool-dispatcher';
+import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
+import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
 import { selectTools } from '../tools/tool-selection';
-import { truncateOutput } from '../tools/truncate-output';
+import { abortableDelay, raceAbort } from './run-abort';
+import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom } from './run-context';
+import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
+import { toModelMessages } from './run-history';
+import { effectiveLimits, RunOptions } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
+import { TextDeltaBuffer } from './text-delta-buffer';
+import { ToolCallRunner } from './tool-call-runner';
+import { OPEN_CALL_STATUSES, ToolCallsRepository } from './tool-calls.repository';
 
 const MODEL_ATTEMPTS = 3;
-const DEFAULT_MAX_OUTPUT_CHARS = 30_000;
+/** A worker taken over this many times (gateway crashes mid-run) gives the run up as failed. */
+export const MAX_RECOVERIES = 5;
+/** Model turns begun after the hard stop that may still ask for tools (all refused) before the run is stopped. */
+const TURNS_AFTER_HARD_STOP = 2;
 
-/** Ends a run as failed with a message the client can read. */
-class RunFailure extends Error {}
+/** How a worker's time with a run ended. */
+export type RunOutcome =
+  | 'finished' // completed, failed or cancelled
+  | 'parked' // waiting for an approval; resumed by the decision
+  | 'waiting' // queued behind an earlier run of its session
+  | 'aborted'; // this worker stopped (cancel, shutdown, lost claim)
 
-interface RunState {
-  run: RunView;
-  allowed: Set<string>;
-  executorId: string | null;
-  usage: { input_tokens: number; output_tokens: number; tool_calls: number; model_calls: number };
-  started: number;
-  signal: AbortSignal;
+export interface ExecuteOptions {
+  /** The previous worker died holding the run. */
+  recovered?: boolean;
+  recoveries?: number;
 }
 
 /**
  * The agent loop: model call → tool calls → results → model, until the model answers
- * without tools or something stops the run. Every message and event is stored as it
- * happens, so the history in Postgres is always the run's true state.
+ * without tools or something stops the run. It works from what Postgres says: each step
+ * reads the run's stored state and writes its result before the next, so any worker can
+ * pick a run up where another left it. Sub-runs (delegate_task) use the same loop with
+ * `parentRunId` set.
  */
 @Injectable()
 export class RunLoop {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly toolCalls: ToolCallsRepository,
     private readonly sessions: SessionsRepository,
     private readonly events: RunEventsService,
     private readonly registry: ToolRegistry,
-    private readonly tools: ToolDispatcher,
+    private readonly runner: ToolCallRunner,
+    private readonly dispatcher: RunDispatcher,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** Which tools the run's options allow (TOOLS.md order: toolset, enabled/disabled, allowlist). */
-  allowedTools(run: RunView): Set<string> {
-    const o = run.options;
-    const names = selectTools({
-      toolset: this.registry.toolset(o.toolset ?? 'default'),
-      enabled: o.enabled,
-      disabled: o.disabled,
-      patterns: o.tools,
-      known: new Set(this.registry.names()),
-    });
-    return new Set(names);
+  offeredTools(options: RunOptions): Set<string> {
+    return new Set(
+      selectTools({
+        toolset: this.registry.toolset(options.toolset ?? 'default'),
+        enabled: options.enabled,
+        disabled: options.disabled,
+        patterns: options.tools,
+        known: new Set(this.registry.names()),
+      }),
+    );
   }
 
-  async execute(run: RunView, signal: AbortSignal = new AbortController().signal): Promise<void> {
+  /** Executes (or resumes) a run this worker has claimed, until it ends or has to wait. */
+  async execute(run: RunView, signal: AbortSignal, options: ExecuteOptions = {}): Promise<RunOutcome> {
     const log = this.logger.child({ tenantId: run.tenantId, runId: run.id, sessionId: run.sessionId });
-    if (!(await this.runs.transition(run.tenantId, run.id, ['queued'], 'running'))) return;
-    const session = await this.sessions.find(run.tenantId, run.sessionId);
-    const state: RunState = {
-      run,
-      allowed: this.allowedTools(run),
-      executorId: session?.executorId ?? null,
-      usage: { input_tokens: 0, output_tokens: 0, tool_calls: 0, model_calls: 0 },
-      started: Date.now(),
-      signal,
-    };
-    await this.emit(run, 'run.started', { session_id: run.sessionId });
+    const { tenantId } = run;
+    // Counted from what earlier workers stored; the context updates this same object.
+    const usage = usageFrom(run.usage);
     try {
-      await this.sessions.appendMessages(run.tenantId, run.sessionId, [{ runId: run.id, role: 'user', content: run.input }]);
-      await this.emit(run, 'message.created', { role: 'user', content: run.input });
-      const output = await this.loop(state);
-      await this.runs.transition(run.tenantId, run.id, ['running'], 'completed', { output, usage: this.usage(state) });
-      await this.emit(run, 'run.completed', { output, usage: this.usage(state) });
-      log.info({ toolCalls: state.usage.tool_calls }, 'run completed');
-    } catch (err) {
-      const message = err instanceof RunFailure || err instanceof ModelError ? err.message : 'internal error while running';
-      if (!(err instanceof RunFailure || err instanceof ModelError)) log.error({ err }, 'run crashed');
-      if (await this.runs.transition(run.tenantId, run.id, ['running', 'requires_approval'], 'failed', { error: message, usage: this.usage(state) })) {
-        await this.emit(run, 'run.failed', { error: message });
+      if (run.status === 'queued') {
+        if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
+        const seqs = await this.runs.start(tenantId, run);
+        if (!seqs) return 'finished';
+        this.events.announce(run.id, seqs);
+      } else {
+        if (run.status === 'requires_approval' && !(await this.runs.resumeAfterApproval(tenantId, run.id))) return 'parked';
+        if ((options.recoveries ?? 0) > MAX_RECOVERIES) {
+          throw new RunFailure(`the run lost its worker ${options.recoveries} times (gateway crashes or restarts); it was given up`);
+        }
+        const reason = run.status === 'requires_approval' ? 'approval' : options.recovered ? 'worker_lost' : 'requeued';
+        await this.events.emit(tenantId, run.id, { type: 'run.resumed', data: { reason, recoveries: options.recoveries ?? 0 } });
+        if (options.recovered) log.warn({ recoveries: options.recoveries }, 'resuming a run whose worker stopped');
       }
-      log.warn({ error: message }, 'run failed');
+      const session = await this.sessions.find(tenantId, run.sessionId);
+      const ctx: RunContext = {
+        run,
+        signal,
+        offered: this.offeredTools(run.options),
+        limits: effectiveLimits(run.options),
+        executorId: session?.executorId ?? null,
+        usage,
+        log,
+      };
+      return await this.drive(ctx);
+    } catch (err) {
+      if (signal.aborted) return 'aborted';
+      if (isTransientInfrastructureError(err)) throw err; // the queue retries the run later
+      const readable = err instanceof RunFailure || err instanceof ModelError;
+      const message = readable ? err.message : 'internal error while running';
+      if (!readable) log.error({ err }, 'run crashed');
+      else log.warn({ error: message }, 'run failed');
+      await this.fail(run, message, usage);
+      return 'finished';
     }
   }
 
-  private async loop(state: RunState): Promise<string> {
-    const { run } = state;
-    const toolSpecs = this.registry.manifest(state.allowed).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  private async drive(ctx: RunContext): Promise<RunOutcome> {
+    const { run } = ctx;
     for (;;) {
-      const history = await this.sessions.listMessages(run.tenantId, run.sessionId);
-      const response = await this.callModel(state, history, toolSpecs);
-      await this.sessions.appendMessages(run.tenantId, run.sessionId, [
-        { runId: run.id, role: 'assistant', content: response.content, toolCalls: response.toolCalls.length ? response.toolCalls : null },
-      ]);
-      await this.emit(run, 'message.created', {
-        role: 'assistant',
-        content: response.content,
-        tool_calls: response.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
-      });
-      if (response.toolCalls.length === 0) return response.content ?? '';
-      await this.runToolCalls(state, response.toolCalls);
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      const answer = await this.runs.lastAnswer(run.tenantId, run.id);
+      if (answer && !answer.hasToolCalls) return this.complete(ctx, answer.content ?? '');
+      const turn = answer ? await this.toolCalls.latestTurn(run.tenantId, run.id) : [];
+      if (turn.some((c) => OPEN_CALL_STATUSES.includes(c.status))) {
+        const pass = await this.runner.pass(ctx, turn);
+        if (pass === 'awaiting' && (await this.runs.park(run.tenantId, run.id))) {
+          const waiting = await this.toolCalls.awaiting(run.tenantId, run.id);
+          await this.events.emit(run.tenantId, run.id, { type: 'run.requires_approval', data: { tool_call_ids: waiting.map((c) => c.callId) } });
+          return 'parked';
+        }
+        continue;
+      }
+      await this.checkHardStop(ctx);
+      const response = await this.callModel(ctx);
+      await this.recordAnswer(ctx, response);
     }
   }
 
-  private async callModel(state: RunState, history: MessageView[], tools: Array<{ name: string; description: string; parameters: Record<string, unknown> }>): Promise<ModelResponse> {
-    const model = state.run.options.model ?? this.config.RUNBOX_MODEL;
+  /** A model that keeps asking for tools after the hard stop is stopped rather than looping. */
+  private async checkHardStop(ctx: RunContext): Promise<void> {
+    const calls = await this.toolCalls.all(ctx.run.tenantId, ctx.run.id);
+    ctx.usage.tool_calls = calls.length;
+    // Turns that began after the stop: the model was offered no tools and asked anyway.
+    const firstSeqOfTurn = new Map<number, number>();
+    for (const c of calls) if (!firstSeqOfTurn.has(c.turn)) firstSeqOfTurn.set(c.turn, c.seq);
+    const lateTurns = [...firstSeqOfTurn.values()].filter((seq) => seq > ctx.limits.hardStopAfter).length;
+    if (lateTurns >= TURNS_AFTER_HARD_STOP) {
+      throw new RunFailure(
+        `the model kept calling tools after the run's limit of ${ctx.limits.hardStopAfter} tool calls (hard_stop_after) instead of answering; the run was stopped`,
+      );
+    }
+  }
+
+  private async callModel(ctx: RunContext): Promise<ModelResponse> {
+    const { run } = ctx;
+    const model = run.options.model ?? this.config.RUNBOX_MODEL;
     if (!model) throw new RunFailure('no model given: set "model" on the run or RUNBOX_MODEL');
-    const system = state.run.options.system ? this.expandSystem(state.run.options.system, tools) : undefined;
+    const manifest: ModelToolSpec[] = this.registry.manifest(ctx.offered).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+    // Past the hard stop the model is offered no tools, so it can only answer.
+    const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
+    const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
+    const messages = toModelMessages(await this.runs.history(run.tenantId, run));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
+      const deltas = new TextDeltaBuffer((text) => this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text } }));
       try {
-        state.usage.model_calls++;
-        const response = await this.model.complete({ model, system, messages: toModelMessages(history), tools, signal: state.signal });
-        state.usage.input_tokens += response.usage.inputTokens;
-        state.usage.output_tokens += response.usage.outputTokens;
+        ctx.usage.model_calls++;
+        const response = await raceAbort(
+          this.model.complete({ model, system, messages, tools, signal: ctx.signal, onTextDelta: (t) => deltas.push(t) }),
+          ctx.signal,
+        );
+        await deltas.flush();
+        ctx.usage.input_tokens += response.usage.inputTokens;
+        ctx.usage.output_tokens += response.usage.outputTokens;
         return response;
       } catch (err) {
+        await deltas.flush().catch(() => undefined);
+        if (ctx.signal.aborted) throw ctx.signal.reason;
         if (!(err instanceof ModelError) || !err.retryable || attempt === MODEL_ATTEMPTS) throw err;
         lastError = err;
-        await delay(250 * 2 ** attempt);
+        ctx.log.warn({ attempt, error: err.message }, 'model call failed; trying again');
+        await abortableDelay(500 * 2 ** (attempt - 1), ctx.signal);
       }
     }
     throw lastError ?? new RunFailure('the model call failed');
   }
 
-  /** `{{tools}}` in the run's system text becomes the manifest of the tools it may use; nothing else is added. */
-  private expandSystem(system: string, tools: Array<{ name: string; description: string }>): string {
-    if (!system.includes('{{tools}}')) return system;
-    const manifest = tools.map((t) => `- ${t.name}: ${t.description}`).join('\n');
-    return system.split('{{tools}}').join(manifest);
-  }
-
-  /** Runs one turn's calls concurrently, except that calls on the same file run in order. */
-  private async runToolCalls(state: RunState, calls: ModelToolCall[]): Promise<void> {
-    const chains = new Map<string, Promise<void>>();
-    const all: Array<Promise<void>> = [];
-    for (const call of calls) {
-      const key = this.orderingKey(call);
-      const previous = chains.get(key) ?? Promise.resolve();
-      const next = previous.then(() => this.runToolCall(state, call));
-      chains.set(key, next.catch(() => undefined));
-      all.push(next);
-    }
-    const results = await Promise.allSettled(all);
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason;
-  }
-
-  private orderingKey(call: ModelToolCall): string {
-    const pathArg = this.registry.get(call.name)?.pathArgument;
-    if (!pathArg) return `call:${call.id}`;
-    try {
-      const args = JSON.parse(call.arguments) as Record<string, unknown>;
-      const path = typeof args[pathArg] === 'string' ? (args[pathArg] as string) : '';
-      return `file:${path.replace(/^\/workspace\/?/, '').replace(/^\.\//, '').replace(/\/+/g, '/')}`;
-    } catch {
-      return `call:${call.id}`;
-    }
-  }
-
-  private async runToolCall(state: RunState, call: ModelToolCall): Promise<void> {
-    const { run } = state;
-    state.usage.tool_calls++;
-    await this.runs.recordToolCall(run.tenantId, { runId: run.id, sessionId: run.sessionId, callId: call.id, name: call.name, arguments: safeJson(call.arguments), status: 'running' });
-    await this.emit(run, 'tool_call.started', { tool_call_id: call.id, name: call.name, arguments: call.arguments });
-    const result = await this.toolResult(state, call);
-    const maxChars = run.options.limits?.max_output_chars ?? DEFAULT_MAX_OUTPUT_CHARS;
-    const output = truncateOutput(result.output, maxChars);
-    await this.runs.finishToolCall(run.tenantId, run.id, call.id, { status: result.is_error ? 'failed' : 'completed', output, isError: result.is_error, metadata: result.metadata });
-    await this.sessions.appendMessages(run.tenantId, run.sessionId, [{ runId: run.id, role: 'tool', content: output, toolCallId: call.id }]);
-    await this.emit(run, 'tool_call.completed', { tool_call_id: call.id, name: call.name, output, is_error: result.is_error, metadata: result.metadata });
-  }
-
-  private async toolResult(state: RunState, call: ModelToolCall): Promise<{ output: string; metadata: Record<string, unknown>; is_error: boolean }> {
-    const { run } = state;
-    if (!state.allowed.has(call.name)) {
-      const offered = [...state.allowed].join(', ') || 'none';
-      return refusal(`tool ${call.name} is not available in this run; the tools you can call are: ${offered}`);
-    }
-    let args: unknown;
-    try {
-      args = JSON.parse(call.arguments || '{}');
-    } catch {
-      return refusal(`the arguments for ${call.name} are not valid JSON; send a JSON object`);
-    }
-    try {
-      const result = await this.tools.execute(
+  /** Stores the model's answer with a pending row per tool call (ids made unique within the run). */
+  private async recordAnswer(ctx: RunContext, response: ModelResponse): Promise<void> {
+    const { run } = ctx;
+    const used = new Set((await this.toolCalls.all(run.tenantId, run.id)).map((c) => c.callId));
+    const rawCalls = response.toolCalls.map((c) => {
+      // Some models reuse ids across turns or leave them empty; the run needs them unique.
+      const id = c.id && c.id.length <= 100 && !used.has(c.id) ? c.id : `call_${randomBytes(9).toString('hex')}`;
+      used.add(id);
+      return { id, name: c.name, arguments: c.arguments };
+    });
+    ctx.usage.tool_calls += rawCalls.length;
+    const seqs = await this.toolCalls.recordTurn(
+      run.tenantId,
+      run,
+      {
+        content: response.content,
+        rawCalls,
+        toolCalls: rawCalls.map((c) => ({ callId: c.id, name: c.name, arguments: parseArguments(c.arguments) })),
+      },
+      () => [
         {
-          tenantId: run.tenantId,
-          sessionId: run.sessionId,
-          executorId: state.executorId,
-          callId: `${run.id}:${call.id}`,
-          maxOutputChars: run.options.limits?.max_output_chars,
-          timeouts: run.options.limits?.timeouts,
+          type: 'message.created',
+          data: { role: 'assistant', content: response.content, tool_calls: rawCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) },
         },
-        call.name,
-        args,
-      );
-      if (result.executorId) state.executorId = result.executorId;
-      return result;
-    } catch (err) {
-      if (err instanceof InvalidToolArgumentsError) return refusal(err.message);
-      if (err instanceof ToolInfrastructureError) throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
-      throw err;
+      ],
+      { ...ctx.usage },
+    );
+    this.events.announce(run.id, seqs);
+  }
+
+  private async complete(ctx: RunContext, output: string): Promise<RunOutcome> {
+    const { run } = ctx;
+    const usage = await this.finalUsage(ctx.usage, run);
+    const done = await this.runs.finish(
+      run.tenantId,
+      run,
+      ['running'],
+      'completed',
+      { output, usage: (startedAt, now) => ({ ...usage, wall_ms: wallMs(startedAt, now) }) },
+      { type: 'run.completed', data: { output, usage } },
+      { status: 'failed', output: 'no result: the run ended before this tool call ran.', isError: true },
+    );
+    if (done) {
+      this.events.announce(run.id, done.seqs);
+      ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
+      await this.afterEnd(run);
+    }
+    return 'finished';
+  }
+
+  private async fail(run: RunView, message: string, usage: RunUsage): Promise<void> {
+    const done = await this.runs.finish(
+      run.tenantId,
+      run,
+      ['queued', 'running', 'requires_approval'],
+      'failed',
+      { error: message, usage: (startedAt, now) => ({ ...usage, wall_ms: wallMs(startedAt, now) }) },
+      { type: 'run.failed', data: { error: message } },
+      { status: 'failed', output: `failed: the run ended (${message}) before this tool call finished.`, isError: true },
+    );
+    if (done) {
+      this.events.announce(run.id, done.seqs);
+      await this.afterEnd(run);
     }
   }
 
-  private usage(state: RunState): Record<string, number> {
-    return { ...state.usage, wall_ms: Date.now() - state.started };
+  private async finalUsage(usage: RunUsage, run: RunView): Promise<RunUsage> {
+    const calls = await this.toolCalls.all(run.tenantId, run.id);
+    return { ...usage, tool_calls: calls.length };
   }
 
-  private emit(run: RunView, type: string, data: Record<string, unknown>): Promise<number> {
-    return this.events.emit(run.tenantId, run.id, type, data);
+  /** A run's end frees its session for the next queued run. */
+  private async afterEnd(run: RunView): Promise<void> {
+    if (!run.parentRunId) await this.dispatcher.startNextInSession(run.tenantId, run.sessionId);
   }
 }
 
-function refusal(output: string) {
-  return { output, metadata: {}, is_error: true };
+/**
+ * `{{tools}}` in the run's system text becomes the manifest of the tools it may use, one
+ * `- name: description` line each. Nothing else is ever added to the system text.
+ */
+export function expandSystem(system: string, tools: Array<{ name: string; description: string }>): string {
+  if (!system.includes('{{tools}}')) return system;
+  const manifest = tools.length > 0 ? tools.map((t) => `- ${t.name}: ${t.description}`).join('\n') : '(no tools)';
+  return system.split('{{tools}}').join(manifest);
 }
 
-function safeJson(text: string): unknown {
+function parseArguments(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return JSON.parse(text || '{}');
   } catch {
     return { _raw: text };
   }
 }
 
-export function toModelMessages(history: MessageView[]): ModelMessage[] {
-  const out: ModelMessage[] = [];
-  for (const m of history) {
-    if (m.role === 'user') out.push({ role: 'user', content: m.content ?? '' });
-    else if (m.role === 'assistant') out.push({ role: 'assistant', content: m.content, toolCalls: m.toolCalls ?? undefined });
-    else if (m.role === 'tool' && m.toolCallId) out.push({ role: 'tool', toolCallId: m.toolCallId, content: m.content ?? '' });
-  }
-  return out;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+function wallMs(startedAt: Date | null, now: Date): number {
+  return startedAt ? Math.max(0, now.getTime() - startedAt.getTime()) : 0;
 }

@@ -1,61 +1,99 @@
-import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { RUN_CONSUMER, RUN_QUEUE_SUBJECT, RUN_STREAM, runQueuedSchema } from '@app/contracts';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueuedSchema } from '@app/contracts';
 import { LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
-import { AckPolicy, ConsumerMessages, JSONCodec, JsMsg, RetentionPolicy, StorageType } from 'nats';
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { hostname } from 'node:os';
+import { ConsumerMessages, JSONCodec, JsMsg, Subscription } from 'nats';
 import type { Logger } from 'pino';
-import { RunLoop } from './run-loop';
+import { RunAbort } from './run-abort';
+import { RunLoop, RunOutcome } from './run-loop';
 import { RunsRepository } from './runs.repository';
 
 const codec = JSONCodec<unknown>();
-/** A worker that stops reporting progress for this long is presumed dead; the run is redelivered. */
-const ACK_WAIT_MS = 30_000;
-const HEARTBEAT_MS = 10_000;
-const MAX_CONCURRENT_RUNS = 32;
 
 /**
- * The durable run queue. POST /v1/runs publishes a run id to a JetStream work-queue
- * stream; every gateway replica pulls from one shared consumer, so whichever is free takes
- * the run. The message stays unacknowledged while the run goes on (a heartbeat extends it),
- * so a replica that dies mid-run lets JetStream hand the run to another.
+ * The gateway's run workers. Every replica pulls from one durable JetStream consumer; a
+ * worker that takes a message first claims the run's row (a lease in Postgres, renewed with
+ * each heartbeat), so a run is executed by one worker at a time even when it is on the
+ * queue twice. While the run goes on the message stays unacknowledged and is kept alive
+ * with `working()`; if the replica dies, heartbeats stop, the message comes back after the
+ * lease time and another worker takes over from the state stored in Postgres.
  */
 @Injectable()
-export class RunQueue implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  /** This process's name; each claim adds its own suffix. */
+  readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
+  private cancelSubscription?: Subscription;
   private readonly active = new Map<string, AbortController>();
+  private readonly handlers = new Set<Promise<void>>();
+  private free: number;
+  private slotWaiters: Array<() => void> = [];
+  private stopping = false;
 
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly loop: RunLoop,
     private readonly runs: RunsRepository,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    this.free = config.RUNBOX_RUN_WORKERS;
+  }
+
+  private get leaseMs(): number {
+    return this.config.RUNBOX_RUN_LEASE_SECONDS * 1000;
+  }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.ensureStream();
-    const consumer = await this.nats.connection.jetstream().consumers.get(RUN_STREAM, RUN_CONSUMER);
-    this.messages = await consumer.consume({ max_messages: MAX_CONCURRENT_RUNS });
-    void (async () => {
-      for await (const msg of this.messages!) void this.handle(msg);
-    })();
-  }
-
-  async enqueue(tenantId: string, runId: string): Promise<void> {
-    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, codec.encode(runQueuedSchema.parse({ tenant_id: tenantId, run_id: runId })), {
-      msgID: runId, // JetStream drops a duplicate publish of the same run
+    this.cancelSubscription = this.nats.connection.subscribe(RUN_CANCEL_SUBJECT, {
+      callback: (_err, msg) => {
+        const parsed = runCancelSchema.safeParse(safeDecode(msg.data));
+        if (parsed.success) this.abort(parsed.data.run_id, 'cancel');
+      },
     });
+    const consumer = await this.nats.connection.jetstream().consumers.get(RUN_STREAM, RUN_CONSUMER);
+    // A small prefetch: messages waiting in one replica's buffer are not available to others.
+    this.messages = await consumer.consume({ max_messages: 2 });
+    void this.pull(this.messages);
   }
 
-  /** Aborts the run if this replica is executing it. */
-  abort(runId: string): boolean {
+  /** Stops this worker's execution of the run, if it has it. */
+  abort(runId: string, kind: 'cancel' | 'shutdown' | 'lease_lost'): boolean {
     const controller = this.active.get(runId);
-    controller?.abort();
+    controller?.abort(new RunAbort(kind));
     return controller !== undefined;
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    for (const c of this.active.values()) c.abort();
-    await this.messages?.close();
+  /**
+   * Hands every run this replica executes back to the queue so another replica (or this one
+   * after its restart) resumes it at once, instead of waiting for the lease to lapse.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.cancelSubscription?.unsubscribe();
+    await this.messages?.close().catch(() => undefined);
+    for (const runId of this.active.keys()) this.abort(runId, 'shutdown');
+    await Promise.allSettled([...this.handlers]);
+  }
+
+  private async pull(messages: ConsumerMessages): Promise<void> {
+    for await (const msg of messages) {
+      await this.takeSlot();
+      if (this.stopping) {
+        msg.nak();
+        this.releaseSlot();
+        continue;
+      }
+      const handler = this.handle(msg).finally(() => {
+        this.handlers.delete(handler);
+        this.releaseSlot();
+      });
+      this.handlers.add(handler);
+    }
   }
 
   private async handle(msg: JsMsg): Promise<void> {
@@ -66,45 +104,67 @@ export class RunQueue implements OnApplicationBootstrap, OnApplicationShutdown {
       return;
     }
     const { tenant_id: tenantId, run_id: runId } = parsed.data;
-    const heartbeat = setInterval(() => msg.working(), HEARTBEAT_MS);
+    const log = this.logger.child({ tenantId, runId });
+    // One claim per message, not per process: a second message for a run this replica is
+    // already executing must find it held, like any other replica would.
+    const owner = `${this.workerId}/${randomBytes(4).toString('hex')}`;
+    let claimed = false;
     const controller = new AbortController();
-    this.active.set(runId, controller);
+    // Every concurrent tool call of a turn listens on the run's signal.
+    setMaxListeners(0, controller.signal);
+    let heartbeat: NodeJS.Timeout | undefined;
     try {
-      const run = await this.runs.find(tenantId, runId);
-      if (run) await this.loop.execute(run, controller.signal);
-      msg.ack();
+      const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
+      if (claim.kind === 'finished') return msg.ack();
+      if (claim.kind === 'held') return msg.nak(claim.retryInMs);
+      claimed = true;
+      this.active.set(runId, controller);
+      heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
+      const outcome: RunOutcome = await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries });
+      if (outcome === 'aborted' && this.stopping) {
+        await this.runs.releaseLease(tenantId, runId, owner);
+        claimed = false;
+        msg.nak(); // straight back to the queue for another replica
+      } else {
+        msg.ack();
+      }
     } catch (err) {
-      this.logger.error({ err, runId }, 'run worker failed; the run will be redelivered');
-      msg.nak(5_000);
+      // Only infrastructure trouble gets here (the loop turns a run's own failures into a
+      // failed run): try again later, backing off while it lasts.
+      const deliveries = msg.info.deliveryCount;
+      log.error({ err, deliveries }, 'run worker failed; the run will be retried');
+      msg.nak(Math.min(30_000, 1_000 * deliveries));
     } finally {
       clearInterval(heartbeat);
-      this.active.delete(runId);
+      if (this.active.get(runId) === controller) this.active.delete(runId);
+      if (claimed) await this.runs.releaseLease(tenantId, runId, owner).catch(() => undefined);
     }
   }
 
-  private async ensureStream(): Promise<void> {
-    const jsm = await this.nats.connection.jetstreamManager();
+  /** Keeps the message and the claim alive; stops the run if the claim was lost or the run cancelled. */
+  private async beat(msg: JsMsg, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
+    msg.working();
     try {
-      await jsm.streams.info(RUN_STREAM);
-    } catch {
-      await jsm.streams.add({
-        name: RUN_STREAM,
-        subjects: [RUN_QUEUE_SUBJECT],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        duplicate_window: 120 * 1_000_000_000,
-      });
+      const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
+      if (status === null) controller.abort(new RunAbort('lease_lost'));
+      else if (status === 'cancelled') controller.abort(new RunAbort('cancel'));
+    } catch (err) {
+      this.logger.warn({ err, runId }, 'could not renew the run lease');
     }
-    try {
-      await jsm.consumers.info(RUN_STREAM, RUN_CONSUMER);
-    } catch {
-      await jsm.consumers.add(RUN_STREAM, {
-        durable_name: RUN_CONSUMER,
-        ack_policy: AckPolicy.Explicit,
-        ack_wait: ACK_WAIT_MS * 1_000_000,
-        max_deliver: -1,
-      });
+  }
+
+  private takeSlot(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
     }
+    return new Promise((resolve) => this.slotWaiters.push(resolve));
+  }
+
+  private releaseSlot(): void {
+    const next = this.slotWaiters.shift();
+    if (next) next();
+    else this.free++;
   }
 }
 

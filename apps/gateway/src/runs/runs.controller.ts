@@ -5,10 +5,12 @@ import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
+import { RunControlService } from './run-control.service';
 import { RunEventsService } from './run-events.service';
-import { createRunSchema } from './run-options';
+import { approvalSchema, createRunSchema } from './run-options';
 import { RunView } from './runs.repository';
 import { RunsService } from './runs.service';
+import { ToolCallView } from './tool-calls.repository';
 
 const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
 const KEEPALIVE_MS = 15_000;
@@ -27,15 +29,22 @@ const lastEventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INT
 export class RunsController {
   constructor(
     private readonly runs: RunsService,
+    private readonly control: RunControlService,
     private readonly events: RunEventsService,
   ) {}
 
   @Post()
   @HttpCode(202)
-  async create(@TenantId() tenantId: string, @Body() body: unknown, @Headers('idempotency-key') idempotencyKey?: string) {
+  async create(
+    @TenantId() tenantId: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+    @Headers('idempotency-key') idempotencyKey?: string,
+  ) {
     const input = validate(createRunSchema, body, 'body');
     const key = validate(idempotencyKeySchema, idempotencyKey, 'header');
-    const { run } = await this.runs.create(tenantId, input, key);
+    const { run, created } = await this.runs.create(tenantId, input, key);
+    if (!created) res.setHeader('idempotent-replayed', 'true');
     return runJson(run);
   }
 
@@ -48,7 +57,25 @@ export class RunsController {
 
   @Get(':id')
   async get(@TenantId() tenantId: string, @Param('id') id: string) {
-    return runJson(await this.runs.get(tenantId, pathId('run', id)));
+    const run = await this.runs.get(tenantId, pathId('run', id));
+    const pending = run.status === 'requires_approval' ? await this.runs.pendingApprovals(tenantId, run.id) : [];
+    return { ...runJson(run), pending_approvals: pending.map(pendingJson) };
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  async cancel(@TenantId() tenantId: string, @Param('id') id: string) {
+    const run = await this.control.cancel(tenantId, pathId('run', id));
+    return runJson(run);
+  }
+
+  @Post(':id/approvals')
+  @HttpCode(200)
+  async approve(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: unknown) {
+    const runId = pathId('run', id);
+    const input = validate(approvalSchema, body, 'body');
+    const run = await this.control.decide(tenantId, runId, input);
+    return { ...runJson(run), tool_call_id: input.tool_call_id, decision: input.decision };
   }
 
   /**
@@ -103,6 +130,10 @@ export class RunsController {
       res.end();
     }
   }
+}
+
+function pendingJson(call: ToolCallView) {
+  return { tool_call_id: call.callId, name: call.name, arguments: call.arguments, reason: call.reason, expires_at: call.expiresAt?.toISOString() ?? null };
 }
 
 export function runJson(run: RunView) {

@@ -1,10 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
+import { MessageView } from '../sessions/sessions.repository';
 import { RunOptions } from './run-options';
+import { ACTIVE_STATUSES, appendEventsTx, isTerminal, lockRun, NewEvent, RunStatus } from './run-tx';
+import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
-export type RunStatus = 'queued' | 'running' | 'requires_approval' | 'completed' | 'failed' | 'cancelled';
-export const TERMINAL_STATUSES: RunStatus[] = ['completed', 'failed', 'cancelled'];
+export type { RunStatus } from './run-tx';
 
 export interface RunView {
   id: string;
@@ -35,30 +37,60 @@ export interface NewRun {
   options: RunOptions;
   idempotencyKey?: string;
   sessionMetadata?: Record<string, unknown>;
+  /** Queue behind a run the session already has instead of refusing. */
+  enqueueWhenBusy?: boolean;
+  /** A sub-run (delegate_task): shares the parent's session, not its history or its queue. */
+  parentRunId?: string;
+}
+
+export type CreateOutcome =
+  | { kind: 'created' | 'existing'; run: RunView }
+  | { kind: 'session_not_found' }
+  | { kind: 'session_busy'; activeRunId: string };
+
+export type ClaimOutcome =
+  | { kind: 'claimed'; run: RunView; recovered: boolean; recoveries: number }
+  | { kind: 'finished' }
+  | { kind: 'held'; retryInMs: number };
+
+export interface StrandedRun {
+  tenantId: string;
+  id: string;
+  dispatchedAt: Date | null;
 }
 
 type RunRow = Prisma.RunGetPayload<object>;
 
-/** Runs, their events and their tool calls, always within one tenant. */
+/** Runs, their events and their worker leases, always within one tenant (the sweeps excepted). */
 @Injectable()
 export class RunsRepository {
   constructor(private readonly db: PrismaService) {}
 
   /**
-   * Creates the run (and its session when none was named) in one transaction. With an
-   * idempotency key already used, returns that first run instead: `{created: false}`.
+   * Creates the run (and its session when none was named) in one transaction. The session's
+   * row is locked first, so two runs posted at once to one session cannot both find it idle.
+   * With an idempotency key already used, returns that first run instead.
    */
-  async create(tenantId: string, input: NewRun): Promise<{ run: RunView; created: boolean } | 'session_not_found'> {
+  async create(tenantId: string, input: NewRun): Promise<CreateOutcome> {
     if (input.idempotencyKey) {
       const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
-      if (existing) return { run: existing, created: false };
+      if (existing) return { kind: 'existing', run: existing };
     }
     try {
-      return await this.db.tenant(tenantId, async (tx) => {
+      return await this.db.tenant(tenantId, async (tx): Promise<CreateOutcome> => {
         let sessionId = input.sessionId;
         if (sessionId) {
-          const session = await tx.session.findFirst({ where: { id: sessionId, tenantId, status: 'active' }, select: { id: true } });
-          if (!session) return 'session_not_found' as const;
+          const session = await tx.$queryRaw<Array<{ id: string }>>`
+            SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`;
+          if (session.length === 0) return { kind: 'session_not_found' };
+          if (!input.parentRunId && !input.enqueueWhenBusy) {
+            const active = await tx.run.findFirst({
+              where: { tenantId, sessionId, parentRunId: null, status: { in: [...ACTIVE_STATUSES] } },
+              orderBy: { createdAt: 'asc' },
+              select: { id: true },
+            });
+            if (active) return { kind: 'session_busy', activeRunId: active.id };
+          }
         } else {
           sessionId = (
             await tx.session.create({
@@ -72,19 +104,22 @@ export class RunsRepository {
             id: newId('run'),
             tenantId,
             sessionId,
+            parentRunId: input.parentRunId ?? null,
             status: 'queued',
             input: input.input,
             options: input.options as Prisma.InputJsonValue,
             idempotencyKey: input.idempotencyKey ?? null,
+            dispatchedAt: new Date(),
           },
         });
-        return { run: toRun(row), created: true };
+        await appendEventsTx(tx, tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }]);
+        return { kind: 'created', run: toRun(row) };
       });
     } catch (err) {
       // Two requests with one key raced: the loser returns the winner's run.
       if (input.idempotencyKey && err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
         const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
-        if (existing) return { run: existing, created: false };
+        if (existing) return { kind: 'existing', run: existing };
       }
       throw err;
     }
@@ -106,32 +141,200 @@ export class RunsRepository {
     return rows.map(toRun);
   }
 
-  /** Moves a run from one of `from` to `to`; false when it was not in any of them. */
-  async transition(tenantId: string, id: string, from: RunStatus[], to: RunStatus, extra: Partial<Pick<RunView, 'output' | 'error' | 'usage'>> = {}): Promise<boolean> {
-    const now = new Date();
+  /**
+   * The conversation the model sees: a top-level run gets the session's whole history
+   * (earlier runs included) without the private work of sub-runs; a sub-run sees only its
+   * own messages, since a delegated task must stand alone.
+   */
+  async history(tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>): Promise<MessageView[]> {
+    const rows = await this.db.tenant(tenantId, async (tx) => {
+      if (run.parentRunId) return tx.message.findMany({ where: { tenantId, runId: run.id }, orderBy: { seq: 'asc' } });
+      const children = await tx.run.findMany({ where: { tenantId, sessionId: run.sessionId, parentRunId: { not: null } }, select: { id: true } });
+      const hidden = new Set(children.map((c) => c.id));
+      const all = await tx.message.findMany({ where: { tenantId, sessionId: run.sessionId }, orderBy: { seq: 'asc' } });
+      return all.filter((m) => !m.runId || !hidden.has(m.runId));
+    });
+    return rows.map((m) => ({
+      id: m.id,
+      runId: m.runId,
+      role: m.role as MessageView['role'],
+      content: m.content,
+      toolCalls: (m.toolCalls as unknown as MessageView['toolCalls']) ?? null,
+      toolCallId: m.toolCallId,
+      createdAt: m.createdAt,
+    }));
+  }
+
+  /** The run's last assistant message, if it has one. */
+  async lastAnswer(tenantId: string, runId: string): Promise<{ content: string | null; hasToolCalls: boolean } | null> {
+    const row = await this.db.tenant(tenantId, (tx) =>
+      tx.message.findFirst({ where: { tenantId, runId, role: 'assistant' }, orderBy: { seq: 'desc' }, select: { content: true, toolCalls: true } }),
+    );
+    if (!row) return null;
+    return { content: row.content, hasToolCalls: Array.isArray(row.toolCalls) && row.toolCalls.length > 0 };
+  }
+
+  /**
+   * Takes the run for this worker. A live claim of another worker is respected (the caller
+   * retries after it would lapse); a lapsed one is taken over and counted as a recovery.
+   */
+  async claim(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || isTerminal(locked.status)) return { kind: 'finished' as const };
+      const heldByOther = locked.leaseOwner !== null && locked.leaseOwner !== owner;
+      if (heldByOther && locked.leaseExpiresAt && locked.leaseExpiresAt > locked.now) {
+        return { kind: 'held' as const, retryInMs: locked.leaseExpiresAt.getTime() - locked.now.getTime() + 500 };
+      }
+      const recovered = heldByOther && locked.status === 'running';
+      const row = await tx.run.update({
+        where: { id: runId },
+        data: {
+          leaseOwner: owner,
+          leaseExpiresAt: new Date(locked.now.getTime() + leaseMs),
+          ...(recovered ? { recoveries: { increment: 1 } } : {}),
+        },
+      });
+      return { kind: 'claimed' as const, run: toRun(row), recovered, recoveries: row.recoveries };
+    });
+  }
+
+  /** Extends this worker's claim; returns the run's status, or null when the claim was lost. */
+  async renewLease(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<RunStatus | null> {
+    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ status: string }>>`
+      UPDATE runs SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+       WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}
+       RETURNING status`);
+    return (rows[0]?.status as RunStatus | undefined) ?? null;
+  }
+
+  async releaseLease(tenantId: string, runId: string, owner: string): Promise<void> {
+    await this.db.tenant(tenantId, (tx) =>
+      tx.run.updateMany({ where: { id: runId, tenantId, leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } }),
+    );
+  }
+
+  /** Notes that the run was put on the queue now; with `unlessSince`, only if nobody else did since then. */
+  async markDispatched(tenantId: string, runId: string, unlessSince?: Date | null): Promise<boolean> {
     const res = await this.db.tenant(tenantId, (tx) =>
       tx.run.updateMany({
-        where: { id, tenantId, status: { in: from } },
-        data: {
-          status: to,
-          ...(to === 'running' ? { startedAt: now } : {}),
-          ...(TERMINAL_STATUSES.includes(to) ? { completedAt: now } : {}),
-          ...(extra.output !== undefined ? { output: extra.output } : {}),
-          ...(extra.error !== undefined ? { error: extra.error } : {}),
-          ...(extra.usage !== undefined ? { usage: extra.usage as Prisma.InputJsonValue } : {}),
-        },
+        where: { id: runId, tenantId, ...(unlessSince !== undefined ? { dispatchedAt: unlessSince } : {}) },
+        data: { dispatchedAt: new Date() },
       }),
     );
     return res.count > 0;
   }
 
-  /** Stores the next event of the run; its seq is one more than the last. */
-  async appendEvent(tenantId: string, runId: string, type: string, data: Record<string, unknown>): Promise<number> {
+  /** queued → running: stores the user's input as the next message of the session. */
+  async start(tenantId: string, run: RunView): Promise<number[] | null> {
     return this.db.tenant(tenantId, async (tx) => {
-      const last = await tx.runEvent.findFirst({ where: { runId }, orderBy: { seq: 'desc' }, select: { seq: true } });
-      const seq = (last?.seq ?? 0) + 1;
-      await tx.runEvent.create({ data: { tenantId, runId, seq, type, data: data as Prisma.InputJsonValue } });
-      return seq;
+      const locked = await lockRun(tx, tenantId, run.id);
+      if (!locked || locked.status !== 'queued') return null;
+      await tx.run.update({ where: { id: run.id }, data: { status: 'running', startedAt: locked.now } });
+      await tx.message.create({
+        data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'user', content: run.input, toolCalls: Prisma.JsonNull },
+      });
+      return appendEventsTx(tx, tenantId, run.id, [
+        { type: 'run.started', data: { session_id: run.sessionId } },
+        { type: 'message.created', data: { role: 'user', content: run.input } },
+      ]);
+    });
+  }
+
+  /** requires_approval → running, once no call of the run still awaits a decision. */
+  async resumeAfterApproval(tenantId: string, runId: string): Promise<boolean> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || locked.status !== 'requires_approval') return false;
+      if ((await tx.toolCall.count({ where: { tenantId, runId, status: 'awaiting_approval' } })) > 0) return false;
+      await tx.run.update({ where: { id: runId }, data: { status: 'running' } });
+      return true;
+    });
+  }
+
+  /** running → requires_approval, only while some call still awaits a decision. */
+  async park(tenantId: string, runId: string): Promise<boolean> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || locked.status !== 'running') return false;
+      if ((await tx.toolCall.count({ where: { tenantId, runId, status: 'awaiting_approval' } })) === 0) return false;
+      await tx.run.update({ where: { id: runId }, data: { status: 'requires_approval' } });
+      return true;
+    });
+  }
+
+  async saveUsage(tenantId: string, runId: string, usage: Record<string, unknown>): Promise<void> {
+    await this.db.tenant(tenantId, (tx) => tx.run.updateMany({ where: { id: runId, tenantId }, data: { usage: usage as Prisma.InputJsonValue } }));
+  }
+
+  /**
+   * Ends the run: moves it from one of `from` to a terminal status, closes every call still
+   * open with `openCalls` as its result (so the session's history stays well formed for the
+   * next run), and appends the terminal event, all at once. Returns the calls that were
+   * running (a cancel interrupts them), or null when the run was not in `from`.
+   */
+  async finish(
+    tenantId: string,
+    run: { id: string; sessionId: string },
+    from: readonly RunStatus[],
+    to: RunStatus,
+    extra: { output?: string; error?: string; usage?: (startedAt: Date | null, now: Date) => Record<string, unknown> },
+    event: NewEvent,
+    openCalls: Omit<CallResult, 'status'> & { status: 'cancelled' | 'failed' },
+  ): Promise<{ runningCallIds: string[]; seqs: number[] } | null> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, run.id);
+      if (!locked || !from.includes(locked.status)) return null;
+      const open = await tx.toolCall.findMany({ where: { tenantId, runId: run.id, status: { in: [...OPEN_CALL_STATUSES] } }, orderBy: { seq: 'asc' } });
+      for (const call of open) await finishInTx(tx, tenantId, run, call.callId, openCalls, OPEN_CALL_STATUSES);
+      await tx.run.update({
+        where: { id: run.id },
+        data: {
+          status: to,
+          completedAt: locked.now,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          ...(extra.output !== undefined ? { output: extra.output } : {}),
+          ...(extra.error !== undefined ? { error: extra.error } : {}),
+          ...(extra.usage ? { usage: extra.usage(locked.startedAt, locked.now) as Prisma.InputJsonValue } : {}),
+        },
+      });
+      const seqs = await appendEventsTx(tx, tenantId, run.id, [event]);
+      return { runningCallIds: open.filter((c) => c.status === 'running').map((c) => c.callId), seqs };
+    });
+  }
+
+  /** Does an earlier top-level run of the session still go on? A queued run waits for it. */
+  async hasEarlierActiveRun(tenantId: string, run: RunView): Promise<boolean> {
+    const count = await this.db.tenant(tenantId, (tx) =>
+      tx.run.count({
+        where: {
+          tenantId,
+          sessionId: run.sessionId,
+          parentRunId: null,
+          id: { not: run.id },
+          status: { in: [...ACTIVE_STATUSES] },
+          OR: [{ status: { not: 'queued' } }, { createdAt: { lt: run.createdAt } }, { createdAt: run.createdAt, id: { lt: run.id } }],
+        },
+      }),
+    );
+    return count > 0;
+  }
+
+  /** The session's oldest queued top-level run: the one to start when the current one ends. */
+  async nextQueued(tenantId: string, sessionId: string): Promise<RunView | null> {
+    const row = await this.db.tenant(tenantId, (tx) =>
+      tx.run.findFirst({ where: { tenantId, sessionId, parentRunId: null, status: 'queued' }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+    );
+    return row ? toRun(row) : null;
+  }
+
+  /** Appends events unless the run has already ended (its terminal event is always last). */
+  async appendEvents(tenantId: string, runId: string, events: NewEvent[]): Promise<number[]> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || isTerminal(locked.status)) return [];
+      return appendEventsTx(tx, tenantId, runId, events);
     });
   }
 
@@ -142,33 +345,35 @@ export class RunsRepository {
     return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data as Record<string, unknown>, createdAt: r.createdAt }));
   }
 
-  async recordToolCall(
-    tenantId: string,
-    call: { runId: string; sessionId: string; callId: string; name: string; arguments: unknown; status: string },
-  ): Promise<string> {
-    const id = newId('tc');
-    await this.db.tenant(tenantId, (tx) =>
-      tx.toolCall.upsert({
-        where: { runId_callId: { runId: call.runId, callId: call.callId } },
-        create: { id, tenantId, ...call, arguments: (call.arguments ?? {}) as Prisma.InputJsonValue },
-        update: { status: call.status },
-      }),
-    );
-    return id;
+  /**
+   * Deployment-wide sweep: runs nobody is working on that should be. Queued and running
+   * runs without a live claim that were not put on the queue recently (the queue message
+   * was lost, or the worker died after taking it), and runs waiting for approval whose
+   * approvals have all been decided.
+   */
+  async stranded(idleMs: number, limit = 100): Promise<StrandedRun[]> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ id: string; tenant_id: string; dispatched_at: Date | null }>>`
+      SELECT r.id, r.tenant_id, r.dispatched_at FROM runs r
+       WHERE r.status IN ('queued', 'running', 'requires_approval')
+         AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+         AND (r.dispatched_at IS NULL OR r.dispatched_at < now() - ${idleMs} * interval '1 millisecond')
+         AND (r.status <> 'requires_approval' OR NOT EXISTS (
+               SELECT 1 FROM tool_calls c WHERE c.run_id = r.id AND c.status = 'awaiting_approval'))
+       ORDER BY r.dispatched_at NULLS FIRST
+       LIMIT ${limit}`);
+    return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id, dispatchedAt: r.dispatched_at }));
   }
 
-  async finishToolCall(
-    tenantId: string,
-    runId: string,
-    callId: string,
-    result: { status: string; output: string; isError: boolean; metadata: Record<string, unknown> },
-  ): Promise<void> {
-    await this.db.tenant(tenantId, (tx) =>
-      tx.toolCall.updateMany({
-        where: { runId, callId, tenantId },
-        data: { status: result.status, output: result.output, isError: result.isError, metadata: result.metadata as Prisma.InputJsonValue, completedAt: new Date() },
+  /** Deployment-wide sweep: approvals still undecided past their deadline. */
+  async expiredApprovals(limit = 100): Promise<Array<{ tenantId: string; runId: string; callId: string }>> {
+    const rows = await this.db.system((tx) =>
+      tx.toolCall.findMany({
+        where: { status: 'awaiting_approval', expiresAt: { lt: new Date() } },
+        select: { tenantId: true, runId: true, callId: true },
+        take: limit,
       }),
     );
+    return rows;
   }
 
   private async findByIdempotencyKey(tenantId: string, key: string): Promise<RunView | null> {
@@ -177,7 +382,7 @@ export class RunsRepository {
   }
 }
 
-function toRun(row: RunRow): RunView {
+export function toRun(row: RunRow): RunView {
   return {
     id: row.id,
     tenantId: row.tenantId,

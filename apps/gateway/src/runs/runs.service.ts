@@ -1,23 +1,50 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '@app/errors';
+import { AppError, ErrorCode } from '@app/errors';
+import { RunDispatcher } from './run-dispatcher';
+import { RunEventsService } from './run-events.service';
 import { CreateRunInput } from './run-options';
-import { RunQueue } from './run-queue';
 import { RunsRepository, RunView } from './runs.repository';
+import { ToolCallsRepository, ToolCallView } from './tool-calls.repository';
 
 @Injectable()
 export class RunsService {
   constructor(
     private readonly runs: RunsRepository,
-    private readonly queue: RunQueue,
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly dispatcher: RunDispatcher,
+    private readonly events: RunEventsService,
   ) {}
 
-  /** Creates and queues a run; with a repeated idempotency key, returns the first run. */
+  /**
+   * Creates and queues a run. A repeated idempotency key returns the first run; a session
+   * that already has a run going answers 409 unless the request asks to queue behind it.
+   */
   async create(tenantId: string, input: CreateRunInput, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
-    const { session_id: sessionId, input: text, metadata, ...options } = input;
-    const result = await this.runs.create(tenantId, { sessionId, input: text, options, idempotencyKey, sessionMetadata: metadata });
-    if (result === 'session_not_found') throw AppError.notFound('session', sessionId ?? '');
-    if (result.created) await this.queue.enqueue(tenantId, result.run.id);
-    return result;
+    const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...options } = input;
+    const outcome = await this.runs.create(tenantId, {
+      sessionId,
+      input: text,
+      options,
+      idempotencyKey,
+      sessionMetadata: metadata,
+      enqueueWhenBusy: onBusy === 'enqueue',
+    });
+    switch (outcome.kind) {
+      case 'session_not_found':
+        throw AppError.notFound('session', sessionId ?? '');
+      case 'session_busy':
+        throw new AppError(
+          ErrorCode.Conflict,
+          `session ${sessionId} is busy with run ${outcome.activeRunId}; wait for it to end, or send "on_busy": "enqueue" to start this run after it`,
+          { active_run_id: outcome.activeRunId },
+        );
+      case 'existing':
+        return { run: outcome.run, created: false };
+      case 'created':
+        this.events.announce(outcome.run.id, [1]);
+        await this.dispatcher.dispatch(tenantId, outcome.run.id, 'created');
+        return { run: outcome.run, created: true };
+    }
   }
 
   async get(tenantId: string, id: string): Promise<RunView> {
@@ -28,5 +55,10 @@ export class RunsService {
 
   list(tenantId: string, sessionId: string | undefined, limit: number): Promise<RunView[]> {
     return this.runs.listForSession(tenantId, sessionId, limit);
+  }
+
+  /** The calls waiting for a decision (shown on the run while it is `requires_approval`). */
+  pendingApprovals(tenantId: string, runId: string): Promise<ToolCallView[]> {
+    return this.toolCalls.awaiting(tenantId, runId);
   }
 }

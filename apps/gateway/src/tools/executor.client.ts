@@ -19,8 +19,18 @@ import {
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsTimeoutError } from '@app/messaging';
 
-/** Raised when no executor answered: the call's outcome is unknown. */
-export class ExecutorUnavailableError extends Error {}
+/**
+ * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
+ * never came: the call may or may not have run.
+ */
+export class ExecutorUnavailableError extends Error {
+  constructor(
+    message: string,
+    readonly outcomeUnknown = false,
+  ) {
+    super(message);
+  }
+}
 
 /** The gateway's side of the executor contracts. */
 @Injectable()
@@ -46,6 +56,7 @@ export class ExecutorClient {
           err.noResponders
             ? `no executor is serving ${executorId ? `executor ${executorId}` : 'sandboxes'}`
             : 'the executor did not answer in time; the tool call may or may not have run',
+          !err.noResponders,
         );
       }
       throw err;

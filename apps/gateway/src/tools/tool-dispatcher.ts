@@ -14,8 +14,10 @@ export interface ToolContext {
   executorId: string | null;
   callId?: string;
   maxOutputChars?: number;
-  /** Per-tool timeouts in seconds (a run's `limits.timeouts`). */
+  /** Per-tool timeouts in seconds (a run's `limits.timeouts`): the default, and a ceiling on what the model asks for. */
   timeouts?: Record<string, number>;
+  /** Aborted when the run is cancelled; tools that run in the gateway stop on it. */
+  signal?: AbortSignal;
 }
 
 /** An infrastructure failure (not the tool's own error): the caller cannot go on normally. */
@@ -23,6 +25,8 @@ export class ToolInfrastructureError extends Error {
   constructor(
     message: string,
     readonly kind: 'executor_unavailable' | 'sandbox_failed' | 'not_found',
+    /** An executor took the call but never answered: it may or may not have run. */
+    readonly outcomeUnknown = false,
   ) {
     super(message);
   }
@@ -74,7 +78,7 @@ export class ToolDispatcher {
         ctx.executorId,
       );
     } catch (err) {
-      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable');
+      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable', err.outcomeUnknown);
       throw err;
     }
     if (!reply.ok) {
@@ -88,6 +92,8 @@ export class ToolDispatcher {
   private timeoutFor(name: string, args: Record<string, unknown>, overrides?: Record<string, number>): number {
     const tool = this.registry.get(name);
     const fromArgs = name === 'terminal' && typeof args.timeout_seconds === 'number' ? args.timeout_seconds : undefined;
-    return fromArgs ?? overrides?.[name] ?? tool?.timeoutSeconds ?? 120;
+    const limit = overrides?.[name];
+    const wanted = fromArgs ?? limit ?? tool?.timeoutSeconds ?? 120;
+    return limit !== undefined ? Math.min(wanted, limit) : wanted;
   }
 }

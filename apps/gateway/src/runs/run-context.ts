@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import { EffectiveLimits } from './run-options';
+import { RunView } from './runs.repository';
+
+/** Ends a run as failed with a message the client can read. */
+export class RunFailure extends Error {}
+
+export interface RunUsage {
+  input_tokens: number;
+  output_tokens: number;
+  model_calls: number;
+  tool_calls: number;
+}
+
+/** What one worker knows about the run it is executing. */
+export interface RunContext {
+  run: RunView;
+  signal: AbortSignal;
+  /** The tools this run may call (toolset, enabled/disabled, allowlist). */
+  offered: Set<string>;
+  limits: EffectiveLimits;
+  /** The executor holding the session's sandbox, once it has one. */
+  executorId: string | null;
+  usage: RunUsage;
+  log: Logger;
+}
+
+export function usageFrom(stored: Record<string, unknown> | null): RunUsage {
+  const n = (k: string) => (typeof stored?.[k] === 'number' ? (stored[k] as number) : 0);
+  return { input_tokens: n('input_tokens'), output_tokens: n('output_tokens'), model_calls: n('model_calls'), tool_calls: n('tool_calls') };
+}
+
+const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection terminated|connection is closed|Can't reach database|too many clients|the database system is (starting up|shutting down)|CONNECTION_CLOSED/i;
+
+/**
+ * Postgres or NATS being briefly unreachable is no reason to fail a run: the worker gives
+ * the run back to the queue, and a later attempt continues from the stored state. Anything
+ * else unexpected fails the run, so a bug cannot keep it running forever.
+ */
+export function isTransientInfrastructureError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
+    const name = (e as { name?: string }).name ?? '';
+    const code = (e as { code?: unknown }).code;
+    if (name === 'PrismaClientInitializationError') return true;
+    if (typeof code === 'string' && ['P1001', 'P1002', 'P1008', 'P1017', 'P2024'].includes(code)) return true;
+    if (TRANSIENT.test(String((e as { message?: unknown }).message ?? ''))) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}

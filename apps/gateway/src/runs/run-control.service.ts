@@ -1,0 +1,112 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { RUN_CANCEL_SUBJECT, runCancelSchema } from '@app/contracts';
+import { AppError, ErrorCode } from '@app/errors';
+import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { ExecutorClient } from '../tools/executor.client';
+import { RunDispatcher } from './run-dispatcher';
+import { RunEventsService } from './run-events.service';
+import { ApprovalInput } from './run-options';
+import { RunsRepository, RunView } from './runs.repository';
+import { ToolCallsRepository } from './tool-calls.repository';
+
+export const CANCELLED_RESULT = 'cancelled: the run was cancelled before this tool call finished.';
+
+/** What clients (and the approval timeout) do to a run from outside: cancel it, decide its approvals. */
+@Injectable()
+export class RunControlService {
+  constructor(
+    private readonly runs: RunsRepository,
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly events: RunEventsService,
+    private readonly dispatcher: RunDispatcher,
+    private readonly executor: ExecutorClient,
+    @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+  ) {}
+
+  /**
+   * Cancels the run at once: it is `cancelled` in Postgres (with `run.cancelled` as its last
+   * event) before this returns. The worker executing it is told to stop and the tool it is
+   * running is interrupted in the sandbox; the container stays. Cancelling a cancelled run
+   * is a no-op; a completed or failed one is a 409.
+   */
+  async cancel(tenantId: string, runId: string): Promise<RunView> {
+    const run = await this.runs.find(tenantId, runId);
+    if (!run) throw AppError.notFound('run', runId);
+    if (run.status === 'cancelled') return run;
+    const done = await this.runs.finish(
+      tenantId,
+      run,
+      ['queued', 'running', 'requires_approval'],
+      'cancelled',
+      {},
+      { type: 'run.cancelled', data: {} },
+      { status: 'cancelled', output: CANCELLED_RESULT, isError: true },
+    );
+    if (!done) {
+      const now = await this.runs.find(tenantId, runId);
+      if (now?.status === 'cancelled') return now;
+      throw new AppError(ErrorCode.Conflict, `run ${runId} already ended (${now?.status ?? run.status}); only a queued, running or waiting run can be cancelled`);
+    }
+    this.events.announce(runId, done.seqs);
+    this.nats.publish(RUN_CANCEL_SUBJECT, runCancelSchema, { run_id: runId });
+    for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
+    if (!run.parentRunId) await this.dispatcher.startNextInSession(tenantId, run.sessionId);
+    return (await this.runs.find(tenantId, runId)) ?? run;
+  }
+
+  /** POST /v1/runs/{id}/approvals: records the decision; the run goes on once none is pending. */
+  async decide(tenantId: string, runId: string, input: ApprovalInput): Promise<RunView> {
+    const approve = input.decision === 'approve';
+    const outcome = await this.toolCalls.decide(
+      tenantId,
+      runId,
+      input.tool_call_id,
+      approve,
+      approve ? 'approved' : 'denied',
+      input.reason ?? '',
+      {
+        type: approve ? 'tool_call.approved' : 'tool_call.denied',
+        data: { tool_call_id: input.tool_call_id, by: 'approver', ...(input.reason ? { reason: input.reason } : {}) },
+      },
+    );
+    if (!outcome.ok) {
+      switch (outcome.problem) {
+        case 'run_not_found':
+          throw AppError.notFound('run', runId);
+        case 'call_not_found':
+          throw AppError.notFound('tool call', input.tool_call_id);
+        case 'run_finished':
+          throw new AppError(ErrorCode.Conflict, `run ${runId} already ended (${outcome.status}); there is nothing to approve`);
+        case 'not_awaiting':
+          throw new AppError(ErrorCode.Conflict, `tool call ${input.tool_call_id} is not waiting for approval (it is ${outcome.status})`);
+      }
+    }
+    this.events.announce(runId, outcome.seqs);
+    await this.resumeIfReady(tenantId, runId, outcome.runStatus, outcome.stillAwaiting);
+    return (await this.runs.find(tenantId, runId))!;
+  }
+
+  /** The approval timeout: an undecided call past its deadline is denied, and the model told so. */
+  async expireApproval(tenantId: string, runId: string, callId: string): Promise<void> {
+    const run = await this.runs.find(tenantId, runId);
+    const seconds = run?.options.limits?.approval_timeout_seconds ?? this.config.RUNBOX_APPROVAL_TIMEOUT_SECONDS;
+    const reason = `nobody approved or denied this call within ${seconds} seconds (the approval timeout)`;
+    const outcome = await this.toolCalls.decide(tenantId, runId, callId, false, 'timed_out', reason, {
+      type: 'tool_call.denied',
+      data: { tool_call_id: callId, by: 'timeout', reason },
+    });
+    if (!outcome.ok) return; // decided or ended meanwhile
+    this.events.announce(runId, outcome.seqs);
+    await this.resumeIfReady(tenantId, runId, outcome.runStatus, outcome.stillAwaiting);
+  }
+
+  /**
+   * A parked run with every approval decided goes back on the queue. A run still `running`
+   * needs nothing: its worker reads the decision before it would park.
+   */
+  private async resumeIfReady(tenantId: string, runId: string, runStatus: string, stillAwaiting: number): Promise<void> {
+    if (runStatus === 'requires_approval' && stillAwaiting === 0) await this.dispatcher.dispatch(tenantId, runId, 'approval');
+  }
+}

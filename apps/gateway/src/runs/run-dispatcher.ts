@@ -1,0 +1,81 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { RUN_CONSUMER, RUN_QUEUE_SUBJECT, RUN_STREAM, runQueuedSchema } from '@app/contracts';
+import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { randomBytes } from 'node:crypto';
+import { AckPolicy, JSONCodec, RetentionPolicy, StorageType } from 'nats';
+import { RunsRepository } from './runs.repository';
+
+const codec = JSONCodec<unknown>();
+
+/**
+ * Puts runs on the JetStream work queue: new runs, runs to resume after an approval, the
+ * next queued run of a session whose run ended, and runs the supervisor found stranded.
+ * A run may end up on the queue twice; the worker's claim on the run's row makes sure only
+ * one worker executes it.
+ */
+@Injectable()
+export class RunDispatcher implements OnModuleInit {
+  constructor(
+    @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    private readonly runs: RunsRepository,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.ensureQueue();
+  }
+
+  /**
+   * Queues the run. The first dispatch of a run uses its id as the JetStream message id, so
+   * a repeated publish is dropped; later ones (resumes) get their own ids.
+   */
+  async dispatch(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
+    if (reason !== 'created') await this.runs.markDispatched(tenantId, runId);
+    await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`);
+  }
+
+  /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */
+  async redispatch(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
+    if (!(await this.runs.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
+    await this.publish(tenantId, runId, `${runId}.stranded.${randomBytes(6).toString('hex')}`);
+    return true;
+  }
+
+  /** After a run of the session ended: start the oldest run queued behind it. */
+  async startNextInSession(tenantId: string, sessionId: string): Promise<void> {
+    const next = await this.runs.nextQueued(tenantId, sessionId);
+    if (next) await this.dispatch(tenantId, next.id, 'session_free');
+  }
+
+  private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
+    const payload = runQueuedSchema.parse({ tenant_id: tenantId, run_id: runId });
+    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, codec.encode(payload), { msgID });
+  }
+
+  /**
+   * The stream and its one durable consumer. The consumer's ack wait is the run lease, so a
+   * message whose worker stopped heartbeating comes back when its claim on the run lapses.
+   */
+  private async ensureQueue(): Promise<void> {
+    const jsm = await this.nats.connection.jetstreamManager();
+    try {
+      await jsm.streams.info(RUN_STREAM);
+    } catch {
+      await jsm.streams.add({
+        name: RUN_STREAM,
+        subjects: [RUN_QUEUE_SUBJECT],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        duplicate_window: 120 * 1_000_000_000,
+      });
+    }
+    const ackWait = this.config.RUNBOX_RUN_LEASE_SECONDS * 1_000_000_000;
+    try {
+      const info = await jsm.consumers.info(RUN_STREAM, RUN_CONSUMER);
+      if (info.config.ack_wait !== ackWait) await jsm.consumers.update(RUN_STREAM, RUN_CONSUMER, { ack_wait: ackWait });
+    } catch {
+      await jsm.consumers.add(RUN_STREAM, { durable_name: RUN_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
+    }
+  }
+}

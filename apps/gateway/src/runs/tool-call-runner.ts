@@ -1,0 +1,286 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { ToolResult } from '@app/contracts';
+import { ExecutorClient } from '../tools/executor.client';
+import { InvalidToolArgumentsError, ToolDispatcher, ToolInfrastructureError } from '../tools/tool-dispatcher';
+import { ToolRegistry } from '../tools/tool-registry';
+import { truncateOutput } from '../tools/truncate-output';
+import { abortKind, raceAbort } from './run-abort';
+import { RunContext, RunFailure } from './run-context';
+import { RunEventsService } from './run-events.service';
+import { CallFacts, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
+import { CallResult, ToolCallsRepository, ToolCallView } from './tool-calls.repository';
+
+export const INTERRUPTED_RESULT =
+  'interrupted: the gateway running this tool call stopped (a restart or a crash) before its result came back, so its outcome is unknown: it may or may not have taken effect. It was not run again. Check its effects (read the file, list the folder, look at the process) before repeating it.';
+
+type Runnable = { call: ToolCallView; via: string };
+
+const WATCHDOG_FIRED = new Error('tool call watchdog');
+
+function raceWatchdog<T>(work: Promise<T>, watchdog: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    watchdog.addEventListener('abort', () => reject(WATCHDOG_FIRED), { once: true });
+    work.then(resolve, reject);
+  });
+}
+
+/**
+ * Takes one model turn's tool calls from "the model asked" to "every call has a result".
+ * Each call is judged first (offered, guardrails, permission rules, approval mode); the
+ * ones allowed to run go concurrently, except that calls on the same file run in the order
+ * the model made them. A call waiting for approval holds back later calls on its file.
+ * Everything is read from and written to Postgres as it happens, so a worker that resumes
+ * the run after a crash continues exactly where the last one stopped.
+ */
+@Injectable()
+export class ToolCallRunner {
+  constructor(
+    private readonly toolCalls: ToolCallsRepository,
+    private readonly events: RunEventsService,
+    private readonly registry: ToolRegistry,
+    private readonly tools: ToolDispatcher,
+    private readonly executor: ExecutorClient,
+    @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+  ) {}
+
+  /**
+   * One pass over the turn's open calls. Returns `awaiting` when what is left can only go on
+   * after an approval decision, `progress` otherwise (the caller looks again).
+   */
+  async pass(ctx: RunContext, turn: ToolCallView[]): Promise<'progress' | 'awaiting'> {
+    const all = await this.toolCalls.all(ctx.run.tenantId, ctx.run.id);
+    const keys = all.filter((c) => c.seq < turn[0].seq).map(callKey);
+    const blocked = new Set<string>();
+    const runnable: Runnable[] = [];
+    for (const call of turn) {
+      const order = this.orderingKey(call);
+      const facts = this.facts(call);
+      const earlierKeys = [...keys];
+      keys.push(facts.key);
+      switch (call.status) {
+        case 'running':
+          // We hold the run's claim, so nobody is running it now: its worker died mid-call.
+          await this.finish(ctx, call, { status: 'interrupted', output: INTERRUPTED_RESULT, isError: true, decision: call.decision ?? undefined });
+          break;
+        case 'denied':
+          await this.finish(ctx, call, { status: 'refused', output: deniedResult(call), isError: true });
+          break;
+        case 'awaiting_approval':
+          blocked.add(order);
+          break;
+        case 'approved':
+          if (!blocked.has(order)) runnable.push({ call, via: 'approved' });
+          break;
+        case 'pending': {
+          if (blocked.has(order)) break;
+          const decision = decideCall(facts, {
+            offered: ctx.offered,
+            approvalMode: ctx.run.options.approval_mode ?? 'auto',
+            permissions: ctx.run.options.permissions,
+            hardStopAfter: ctx.limits.hardStopAfter,
+            repeatLimit: ctx.limits.repeatLimit,
+            earlierKeys,
+          });
+          if (decision.kind === 'refuse') {
+            await this.finish(ctx, call, { status: 'refused', output: decision.message, isError: true, decision: decision.code, reason: decision.message });
+          } else if (decision.kind === 'ask') {
+            await this.askApproval(ctx, call, decision.reason);
+            blocked.add(order);
+          } else {
+            runnable.push({ call, via: decision.via });
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    await this.runAll(ctx, runnable);
+    return blocked.size > 0 ? 'awaiting' : 'progress';
+  }
+
+  private async askApproval(ctx: RunContext, call: ToolCallView, reason: string): Promise<void> {
+    const seconds = ctx.limits.approvalTimeoutSeconds ?? this.config.RUNBOX_APPROVAL_TIMEOUT_SECONDS;
+    const expiresAt = new Date(Date.now() + seconds * 1000);
+    const seqs = await this.toolCalls.markAwaiting(ctx.run.tenantId, ctx.run.id, call.callId, expiresAt, reason, {
+      type: 'tool_call.approval_required',
+      data: { tool_call_id: call.callId, name: call.name, arguments: call.arguments, reason, expires_at: expiresAt.toISOString() },
+    });
+    this.events.announce(ctx.run.id, seqs);
+  }
+
+  /** Runs calls concurrently; calls with the same ordering key (one file) wait for each other. */
+  private async runAll(ctx: RunContext, runnable: Runnable[]): Promise<void> {
+    const chains = new Map<string, Promise<void>>();
+    const all: Array<Promise<void>> = [];
+    for (const item of runnable) {
+      const key = this.orderingKey(item.call);
+      const next = (chains.get(key) ?? Promise.resolve()).then(() => this.runOne(ctx, item));
+      chains.set(key, next.catch(() => undefined));
+      all.push(next);
+    }
+    const results = await Promise.allSettled(all);
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
+  }
+
+  private async runOne(ctx: RunContext, { call, via }: Runnable): Promise<void> {
+    const { run } = ctx;
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    const seqs = await this.toolCalls.markStarted(run.tenantId, run.id, call.callId, via, {
+      type: 'tool_call.started',
+      data: { tool_call_id: call.callId, name: call.name, arguments: call.arguments },
+    });
+    if (!seqs) return; // finished meanwhile (the run was cancelled)
+    this.events.announce(run.id, seqs);
+    const result = await this.execute(ctx, call);
+    let output = truncateOutput(result.output, ctx.limits.maxOutputChars);
+    const note = guardrailNote(call.seq, ctx.limits.warnAfter, ctx.limits.hardStopAfter);
+    if (note) output = `${output}\n\n${note.text}`;
+    const events = [];
+    events.push({
+      type: 'tool_call.completed',
+      data: { tool_call_id: call.callId, name: call.name, status: result.is_error ? 'failed' : 'completed', output, is_error: result.is_error, metadata: result.metadata },
+    });
+    if (note) {
+      events.push({
+        type: 'guardrail.warning',
+        data: { kind: note.kind, tool_calls: call.seq, warn_after: ctx.limits.warnAfter, hard_stop_after: ctx.limits.hardStopAfter, message: note.text },
+      });
+    }
+    const finished = await this.toolCalls.finish(
+      run.tenantId,
+      run,
+      call.callId,
+      { status: result.is_error ? 'failed' : 'completed', output, isError: result.is_error, metadata: result.metadata },
+      events,
+    );
+    this.events.announce(run.id, finished);
+  }
+
+  /** The tool's result; infrastructure trouble that the model can reason about becomes an error result. */
+  private async execute(ctx: RunContext, call: ToolCallView): Promise<ToolResult> {
+    const { run } = ctx;
+    const executorCallId = `${run.id}:${call.callId}`;
+    const watchdog = new AbortController();
+    const timer = setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
+    try {
+      const work = this.tools.execute(
+        {
+          tenantId: run.tenantId,
+          sessionId: run.sessionId,
+          executorId: ctx.executorId,
+          callId: executorCallId,
+          maxOutputChars: ctx.limits.maxOutputChars,
+          timeouts: ctx.limits.timeouts,
+          signal: ctx.signal,
+        },
+        call.name,
+        call.arguments,
+      );
+      const result = await raceWatchdog(raceAbort(work, ctx.signal), watchdog.signal);
+      if (result.executorId) ctx.executorId = result.executorId;
+      return result;
+    } catch (err) {
+      if (ctx.signal.aborted) {
+        // A cancel stops the command in the sandbox; a shutdown leaves it to finish there.
+        if (abortKind(ctx.signal) === 'cancel') this.executor.cancelTool(run.tenantId, run.sessionId, executorCallId);
+        throw err;
+      }
+      if (err === WATCHDOG_FIRED) {
+        return { output: `error: ${call.name} gave no result within its time limit; it may or may not have taken effect. Check before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
+      }
+      if (err instanceof InvalidToolArgumentsError) return { output: `refused: ${err.message}`, metadata: {}, is_error: true };
+      if (err instanceof ToolInfrastructureError) {
+        if (err.outcomeUnknown) return { output: `error: ${err.message}. Check its effects before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
+        if (err.kind === 'sandbox_failed') return { output: `error: ${err.message}`, metadata: { sandbox_failed: true }, is_error: true };
+        throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * The longest a call may take before the run stops waiting for it: the tool's limit plus
+   * the executor's grace and a margin. Sandbox calls time out on their own before this; it
+   * bounds any tool that does not, so a run is never stuck on one call.
+   */
+  private watchdogMs(ctx: RunContext, call: ToolCallView): number {
+    const args = (call.arguments ?? {}) as Record<string, unknown>;
+    const own = typeof args.timeout_seconds === 'number' ? args.timeout_seconds : 0;
+    const seconds = Math.min(900, Math.max(own, ctx.limits.timeouts?.[call.name] ?? 0, this.registry.get(call.name)?.timeoutSeconds ?? 120));
+    return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
+  }
+
+  private async finish(ctx: RunContext, call: ToolCallView, result: CallResult): Promise<void> {
+    const seqs = await this.toolCalls.finish(ctx.run.tenantId, ctx.run, call.callId, result, [
+      {
+        type: 'tool_call.completed',
+        data: { tool_call_id: call.callId, name: call.name, status: result.status, output: result.output, is_error: result.isError, metadata: result.metadata ?? {} },
+      },
+    ]);
+    this.events.announce(ctx.run.id, seqs);
+  }
+
+  private facts(call: ToolCallView): CallFacts {
+    const tool = this.registry.get(call.name);
+    const args = call.arguments;
+    let argumentProblem: string | undefined;
+    if (isUnparsed(args)) argumentProblem = `the arguments for ${call.name} are not valid JSON; send a JSON object`;
+    else if (tool) {
+      try {
+        this.tools.parseArguments(call.name, args);
+      } catch (err) {
+        if (!(err instanceof InvalidToolArgumentsError)) throw err;
+        argumentProblem = err.message;
+      }
+    }
+    return {
+      seq: call.seq,
+      name: call.name,
+      argumentProblem,
+      key: callKey(call),
+      mutating: tool?.mutating ?? true,
+      subject: ruleSubject(tool?.pathArgument, args),
+      isShell: call.name === 'terminal',
+    };
+  }
+
+  /** Calls on one file share a key and run in order; every other call has its own. */
+  private orderingKey(call: ToolCallView): string {
+    const pathArg = this.registry.get(call.name)?.pathArgument;
+    const args = call.arguments as Record<string, unknown> | null;
+    const path = pathArg && args && typeof args[pathArg] === 'string' ? normalizePath(args[pathArg] as string) : undefined;
+    return path !== undefined ? `file:${path}` : `call:${call.callId}`;
+  }
+}
+
+export function callKey(call: Pick<ToolCallView, 'name' | 'arguments'>): string {
+  return `${call.name}:${canonicalJson(call.arguments)}`;
+}
+
+function isUnparsed(args: unknown): boolean {
+  return !!args && typeof args === 'object' && !Array.isArray(args) && '_raw' in args && Object.keys(args).length === 1;
+}
+
+/** What a `tool(pattern)` permission rule is matched against: the path, command or url. */
+function ruleSubject(pathArgument: string | undefined, args: unknown): string | undefined {
+  if (!args || typeof args !== 'object') return undefined;
+  const a = args as Record<string, unknown>;
+  if (pathArgument && typeof a[pathArgument] === 'string') return normalizePath(a[pathArgument] as string);
+  for (const name of ['command', 'url', 'path', 'query']) if (typeof a[name] === 'string') return a[name] as string;
+  return undefined;
+}
+
+/** `/workspace/a//b`, `./a/b` and `a/b` name one file. */
+export function normalizePath(path: string): string {
+  return path.replace(/^\/workspace(\/|$)/, '').replace(/^(\.\/)+/, '').replace(/\/+/g, '/');
+}
+
+function deniedResult(call: ToolCallView): string {
+  if (call.decision === 'timed_out') return `denied: ${call.reason ?? 'nobody decided on this call in time'}, so nothing ran.`;
+  return `denied: the approver refused this call${call.reason ? ` (reason: ${call.reason})` : ''}, so nothing ran.`;
+}
