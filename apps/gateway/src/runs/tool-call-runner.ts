@@ -194,7 +194,8 @@ export class ToolCallRunner {
       if (err instanceof InvalidToolArgumentsError) return { output: `refused: ${err.message}`, metadata: {}, is_error: true };
       if (err instanceof ToolInfrastructureError) {
         if (err.outcomeUnknown) return { output: `error: ${err.message}. Check its effects before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
-        if (err.kind === 'sandbox_failed') return { output: `error: ${err.message}`, metadata: { sandbox_failed: true }, is_error: true };
+        // A sandbox that died or cannot start, or no executor: the run cannot go on
+        // normally, so it ends failed with the reason rather than letting the model guess.
         throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
       }
       throw err;
