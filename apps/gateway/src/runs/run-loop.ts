@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
+import { posix } from 'node:path';
 import type { Logger } from 'pino';
 import { ModelError, ModelMessage, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolCall } from '../models/model-provider';
 import { MessageView, SessionsRepository } from '../sessions/sessions.repository';
@@ -156,7 +157,8 @@ export class RunLoop {
     try {
       const args = JSON.parse(call.arguments) as Record<string, unknown>;
       const path = typeof args[pathArg] === 'string' ? (args[pathArg] as string) : '';
-      return `file:${path.replace(/^\/workspace\/?/, '').replace(/^\.\//, '').replace(/\/+/g, '/')}`;
+      // Lexically normalised, so `./a`, `a//b`, `a/./b` and `/workspace/a` share one chain.
+      return `file:${posix.normalize(path).replace(/^\/workspace(\/|$)/, '')}`;
     } catch {
       return `call:${call.id}`;
     }
