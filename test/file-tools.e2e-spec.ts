@@ -38,7 +38,7 @@ describe('file tools', () => {
 
   beforeAll(async () => {
     const modelUrl = await model.start();
-    stack = new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1' } });
+    stack = new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_FILE_SEARCH_TIMEOUT: '45' } });
     await stack.start();
     tenant = await stack.createTenant();
     sessionId = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
@@ -315,6 +315,11 @@ with open('grep/big/log.txt', 'w') as f:
       expect(found.output).toBe('grep/big/log.txt:9000:NEEDLE past the cap');
       const refused = await tool('read_file', { path: 'grep/big/log.txt', offset: 9000 });
       expect(refused.body.metadata.error_code).toBe('offset_beyond_cap');
+    });
+
+    it("gives the sandbox the operator's search deadline", async () => {
+      // The agent reads RUNBOX_FILE_SEARCH_TIMEOUT from its environment; the executor sets it.
+      expect(await sh('echo "deadline=$RUNBOX_FILE_SEARCH_TIMEOUT"')).toMatch(/^deadline=45$/m);
     });
 
     it('names the files it could not read in a footer', async () => {
