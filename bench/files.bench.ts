@@ -7,21 +7,19 @@
  *  2. grep over a generated tree of 50,000 files (about 500 MB) through
  *     POST .../tools/grep, next to `rg` run directly in the same container.
  *
- * It starts its own stack (fresh database, private NATS, gateway, executor, one sandbox)
- * and removes all of it at the end, the 500 MB workspace volume included. Postgres,
- * nats-server and Docker must be available, as for `./runbox test`.
+ * It starts its own stack (a fresh database, a private NATS server, the gateway and the
+ * executor as processes of their own, one sandbox) and removes all of it at the end, the
+ * 500 MB workspace volume included. Postgres, nats-server and Docker must be available,
+ * as for `./runbox test`.
  */
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { Client } from 'pg';
-import { TestDatabase } from '@app/testing';
-import { TenantCredentials, TestStack } from '../test/support/test-stack';
+import { BenchStack, BenchTenant } from './support/bench-stack';
 
 const ROOT = join(__dirname, '..');
-const ADMIN_URL = process.env.RUNBOX_BENCH_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
 const READ_CAP = 400 * 1024;
 
 const ITERATIONS = {
@@ -30,7 +28,7 @@ const ITERATIONS = {
   read8m: 30,
   exec4k: 100,
   exec8m: 30,
-  grep: 5,
+  grep: 9,
 };
 const TREE = { dirs: 500, filesPerDir: 100, fileBytes: 10_240, needleEvery: 1000 };
 
@@ -38,7 +36,7 @@ const docker = new Docker();
 
 async function main(): Promise<void> {
   const image = process.env.RUNBOX_SANDBOX_IMAGE ?? execFileSync(join(ROOT, 'deploy/sandbox/build.sh'), { encoding: 'utf8' }).trim();
-  const stack = new TestStack({ env: { RUNBOX_SANDBOX_IMAGE: image, RUNBOX_LOG_LEVEL: 'error' }, database: migratedDatabase });
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image });
   const started = Date.now();
   let interrupted = false;
   const onSignal = () => {
@@ -53,7 +51,8 @@ async function main(): Promise<void> {
     const session = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id as string;
     const bench = new FileBench(stack, tenant, session);
     await bench.prepare();
-    console.log(`runbox file tools benchmark (image ${image}, ${new Date().toISOString()})\n`);
+    const load = loadavg().map((l) => l.toFixed(1)).join(' ');
+    console.log(`runbox file tools benchmark (image ${image}, ${new Date().toISOString()}; ${cpus().length} CPUs, load average ${load})\n`);
     await bench.reads();
     await bench.grep();
     console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
@@ -66,8 +65,8 @@ class FileBench {
   private containerId = '';
 
   constructor(
-    private readonly stack: TestStack,
-    private readonly tenant: TenantCredentials,
+    private readonly stack: BenchStack,
+    private readonly tenant: BenchTenant,
     private readonly session: string,
   ) {}
 
@@ -266,35 +265,6 @@ function percentiles(times: number[]): Stats {
 
 const ms = (v: number) => `${v.toFixed(v < 10 ? 2 : 1)} ms`;
 const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
-
-/** A fresh database with every migration applied, dropped with the stack. */
-async function migratedDatabase(): Promise<TestDatabase> {
-  const name = `runbox_bench_${randomBytes(6).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new Client({ connectionString: ADMIN_URL });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  const drop = () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  try {
-    execFileSync(process.execPath, [join(ROOT, 'scripts/prisma.js'), 'migrate', 'deploy'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: url.toString(), MIGRATION_DATABASE_URL: url.toString() },
-      stdio: 'pipe',
-    });
-  } catch (err) {
-    await drop();
-    throw err;
-  }
-  return { url: url.toString(), name, drop };
-}
 
 main().catch((err: unknown) => {
   console.error(err instanceof Error ? err.message : err);

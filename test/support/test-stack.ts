@@ -14,8 +14,6 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Start an executor too (default true). */
   executor?: boolean;
-  /** Where the stack's database comes from (default: a clone of the test template). */
-  database?: () => Promise<TestDatabase>;
 }
 
 export interface TenantCredentials {
@@ -43,7 +41,7 @@ export class TestStack {
 
   async start(): Promise<this> {
     this.nats = await startNats();
-    this.db = await (this.options.database ?? createTestDatabase)();
+    this.db = await createTestDatabase();
     this.config = loadConfig({
       DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
