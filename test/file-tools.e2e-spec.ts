@@ -242,30 +242,33 @@ open('read/pixel.png', 'wb').write(png)
 
   describe('glob', () => {
     beforeAll(async () => {
+      // Modification order (b, c, a, guide) differs from path order (guide, a, b, c).
       await sh(
         'mkdir -p glob/src/deep glob/docs && cd glob && ' +
-          'touch -d "2021-01-01" src/old.ts && touch -d "2023-01-01" src/deep/new.ts && touch -d "2022-01-01" src/mid.ts && ' +
-          'touch -d "2024-01-01" docs/guide.md && cd ..',
+          'touch -d "2021-01-01" src/a.ts && touch -d "2023-01-01" src/b.ts && touch -d "2022-01-01" src/deep/c.ts && ' +
+          'touch -d "2020-01-01" docs/guide.md && cd ..',
       );
     });
 
     it('lists newest first by default, or in path order', async () => {
       const newest = await ok('glob', { pattern: 'glob/**/*.ts' });
-      expect(newest.output).toBe('glob/src/deep/new.ts\nglob/src/mid.ts\nglob/src/old.ts');
+      expect(newest.output).toBe('glob/src/b.ts\nglob/src/deep/c.ts\nglob/src/a.ts');
       expect(newest.metadata).toMatchObject({ sort: 'mtime', count: 3, total: 3, next_offset: null });
       const byPath = await ok('glob', { pattern: '**/*.ts', path: 'glob', sort: 'path' });
-      expect(byPath.output).toBe('glob/src/deep/new.ts\nglob/src/mid.ts\nglob/src/old.ts'.split('\n').sort().join('\n'));
+      expect(byPath.output).toBe('glob/src/a.ts\nglob/src/b.ts\nglob/src/deep/c.ts');
       const braces = await ok('glob', { pattern: 'glob/**/*.{md,ts}', sort: 'path' });
-      expect(braces.output.split('\n')).toEqual(['glob/docs/guide.md', 'glob/src/deep/new.ts', 'glob/src/mid.ts', 'glob/src/old.ts']);
+      expect(braces.output).toBe('glob/docs/guide.md\nglob/src/a.ts\nglob/src/b.ts\nglob/src/deep/c.ts');
     });
 
     it('pages with head_limit and offset, the footer giving next_offset', async () => {
       const first = await ok('glob', { pattern: 'glob/**/*', head_limit: 3 });
-      expect(first.output).toBe('glob/docs/guide.md\nglob/src/deep/new.ts\nglob/src/mid.ts\n\n(results 1-3 of 4; more results: call again with offset=3)');
+      expect(first.output).toBe('glob/src/b.ts\nglob/src/deep/c.ts\nglob/src/a.ts\n\n(results 1-3 of 4; more results: call again with offset=3)');
       expect(first.metadata).toMatchObject({ count: 3, total: 4, next_offset: 3, offset: 0 });
       const second = await ok('glob', { pattern: 'glob/**/*', head_limit: 3, offset: 3 });
-      expect(second.output).toBe('glob/src/old.ts\n\n(results 4-4 of 4; no more results)');
+      expect(second.output).toBe('glob/docs/guide.md\n\n(results 4-4 of 4; no more results)');
       expect(second.metadata).toMatchObject({ count: 1, next_offset: null });
+      const byPath = await ok('glob', { pattern: 'glob/**/*', sort: 'path', head_limit: 2, offset: 1 });
+      expect(byPath.output).toBe('glob/src/a.ts\nglob/src/b.ts\n\n(results 2-3 of 4; more results: call again with offset=3)');
       const none = await ok('glob', { pattern: 'glob/**/*.rs' });
       expect(none.output).toBe("No files match 'glob/**/*.rs' under .");
     });
