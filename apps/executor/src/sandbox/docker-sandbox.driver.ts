@@ -51,7 +51,7 @@ export class DockerSandboxDriver {
         User: SANDBOX_USER,
         WorkingDir: WORKSPACE,
         Cmd: [...AGENT_COMMAND, 'serve'],
-        Env: ['HOME=/home/sandbox', 'LANG=C.UTF-8'],
+        Env: ['HOME=/home/sandbox', 'LANG=C.UTF-8', `RUNBOX_FILE_SEARCH_TIMEOUT=${this.policy.fileSearchTimeoutSeconds}`],
         NetworkDisabled: !this.policy.network,
         HostConfig: {
           // PID 1 reaps the orphans that background jobs leave behind.

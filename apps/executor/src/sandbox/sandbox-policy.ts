@@ -11,6 +11,8 @@ export interface SandboxPolicy {
   pidsLimit: number;
   network: boolean;
   tmpfsSizeMb: number;
+  /** Deadline of one glob/grep walk inside the container (the agent reads RUNBOX_FILE_SEARCH_TIMEOUT). */
+  fileSearchTimeoutSeconds: number;
 }
 
 export function sandboxPolicyFrom(config: RunboxConfig): SandboxPolicy {
@@ -21,6 +23,7 @@ export function sandboxPolicyFrom(config: RunboxConfig): SandboxPolicy {
     pidsLimit: config.RUNBOX_SANDBOX_PIDS,
     network: config.RUNBOX_SANDBOX_NETWORK,
     tmpfsSizeMb: 256,
+    fileSearchTimeoutSeconds: config.RUNBOX_FILE_SEARCH_TIMEOUT,
   };
 }
 

@@ -1,3 +1,4 @@
+import { posix } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
@@ -277,8 +278,9 @@ function ruleSubject(pathArgument: string | undefined, args: unknown): string | 
 }
 
 /** `/workspace/a//b`, `./a/b` and `a/b` name one file. */
+/** Lexically normalised, so `./a`, `a//b`, `a/./b`, `x/../a` and `/workspace/a` are one file. */
 export function normalizePath(path: string): string {
-  return path.replace(/^\/workspace(\/|$)/, '').replace(/^(\.\/)+/, '').replace(/\/+/g, '/');
+  return posix.normalize(path).replace(/^\/workspace(\/|$)/, '').replace(/^\.\//, '');
 }
 
 function deniedResult(call: ToolCallView): string {

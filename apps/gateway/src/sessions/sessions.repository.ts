@@ -63,6 +63,21 @@ export class SessionsRepository {
     return row ? toSession(row) : null;
   }
 
+  /**
+   * Where a live session's tool calls go: its executor, or null before it has a sandbox.
+   * Null when the session is missing, deleted or another tenant's. One joined query instead
+   * of find()'s two, because every direct tool call pays for it (about 1.5 ms less).
+   */
+  async toolRoute(tenantId: string, id: string): Promise<{ executorId: string | null } | null> {
+    const rows = await this.db.tenant(tenantId, (tx) =>
+      tx.$queryRaw<Array<{ executor_id: string | null }>>`
+        SELECT CASE WHEN sb.state <> 'removed' THEN sb.executor_id END AS executor_id
+        FROM sessions s LEFT JOIN sandboxes sb ON sb.session_id = s.id
+        WHERE s.id = ${id} AND s.tenant_id = ${tenantId} AND s.status = 'active'`,
+    );
+    return rows.length ? { executorId: rows[0].executor_id } : null;
+  }
+
   async markDeleted(tenantId: string, id: string): Promise<boolean> {
     const res = await this.db.tenant(tenantId, (tx) =>
       tx.session.updateMany({ where: { id, tenantId, status: 'active' }, data: { status: 'deleted', deletedAt: new Date() } }),

@@ -49,10 +49,11 @@ export class SessionsService {
 
   /** POST /v1/sessions/{id}/tools/{name}: one tool call in the sandbox, no model involved. */
   async runTool(tenantId: string, id: string, name: string, args: unknown): Promise<ToolResult> {
-    const session = await this.get(tenantId, id);
+    const route = await this.sessions.toolRoute(tenantId, id);
+    if (!route) throw AppError.notFound('session', id);
     try {
       const { executorId: _executor, ...result } = await this.tools.execute(
-        { tenantId, sessionId: id, executorId: session.executorId },
+        { tenantId, sessionId: id, executorId: route.executorId },
         name,
         args,
       );

@@ -1,0 +1,129 @@
+import { freePort, startNats, stopProcess, TestNats } from '@app/testing';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { removeExecutorResources } from '../../test/support/test-stack';
+
+const ROOT = join(__dirname, '..', '..');
+const ADMIN_DATABASE_URL = process.env.RUNBOX_BENCH_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
+
+export interface BenchTenant {
+  tenantId: string;
+  apiKey: string;
+}
+
+/**
+ * Runbox as it runs in production, for benchmarks: the gateway and the executor as two
+ * processes of their own (not inside the benchmark's process, whose event loop would then
+ * be shared with both), a fresh migrated database and a private NATS server. `stop()`
+ * removes all of it, the executor's containers and volumes included.
+ */
+export class BenchStack {
+  readonly adminToken = `admin-${randomBytes(12).toString('hex')}`;
+  readonly executorId = `bench-${randomBytes(5).toString('hex')}`;
+  url = '';
+  private nats?: TestNats;
+  private database?: string;
+  private readonly processes: ChildProcess[] = [];
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  async start(): Promise<this> {
+    this.nats = await startNats();
+    const databaseUrl = await this.createDatabase();
+    const port = await freePort();
+    this.url = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      NATS_URL: this.nats.url,
+      PORT: String(port),
+      RUNBOX_ADMIN_TOKEN: this.adminToken,
+      RUNBOX_EXECUTOR_ID: this.executorId,
+      RUNBOX_LOG_LEVEL: 'error',
+      ...this.env,
+    };
+    this.spawn('apps/executor/src/main.ts', env);
+    this.spawn('apps/gateway/src/main.ts', env);
+    await this.waitUntilReady();
+    return this;
+  }
+
+  async request(method: string, path: string, options: { key?: string; body?: unknown } = {}) {
+    const headers: Record<string, string> = {};
+    if (options.key) headers.authorization = `Bearer ${options.key}`;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${this.url}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+    const text = await res.text();
+    let body: any;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { status: res.status, body, text };
+  }
+
+  async createTenant(name: string): Promise<BenchTenant> {
+    const admin = { key: this.adminToken };
+    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name } });
+    if (tenant.status !== 201) throw new Error(`creating a tenant failed: ${tenant.status} ${tenant.text}`);
+    const key = await this.request('POST', `/v1/admin/tenants/${tenant.body.id}/api_keys`, { ...admin, body: {} });
+    if (key.status !== 201) throw new Error(`issuing a key failed: ${key.status} ${key.text}`);
+    return { tenantId: tenant.body.id, apiKey: key.body.key };
+  }
+
+  /** Safe after a partial start. */
+  async stop(): Promise<void> {
+    await Promise.all(this.processes.map((p) => stopProcess(p)));
+    await removeExecutorResources(this.executorId);
+    await this.nats?.stop();
+    if (this.database) await admin(`DROP DATABASE IF EXISTS ${this.database} WITH (FORCE)`);
+  }
+
+  private spawn(entry: string, env: NodeJS.ProcessEnv): void {
+    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', join(ROOT, entry)], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    this.processes.push(child);
+  }
+
+  private async createDatabase(): Promise<string> {
+    const name = `runbox_bench_${randomBytes(6).toString('hex')}`;
+    await admin(`CREATE DATABASE ${name}`);
+    this.database = name;
+    const url = new URL(ADMIN_DATABASE_URL);
+    url.pathname = `/${name}`;
+    execFileSync(process.execPath, [join(ROOT, 'scripts/prisma.js'), 'migrate', 'deploy'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: url.toString(), MIGRATION_DATABASE_URL: url.toString() },
+      stdio: 'pipe',
+    });
+    return url.toString();
+  }
+
+  private async waitUntilReady(timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const exited = this.processes.find((p) => p.exitCode !== null);
+      if (exited) throw new Error(`a service exited with ${exited.exitCode} while starting`);
+      const ready = await this.request('GET', '/readyz').catch(() => undefined);
+      if (ready?.status === 200) return;
+      if (Date.now() > deadline) throw new Error(`the gateway was not ready after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+async function admin(sql: string): Promise<void> {
+  const client = new Client({ connectionString: ADMIN_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
