@@ -42,7 +42,9 @@ export class TestStack {
   async start(): Promise<this> {
     [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
     this.config = loadConfig({
-      DATABASE_URL: this.db.url,
+      // The services connect as the production roles do: tenant work as runbox_app.
+      DATABASE_URL: this.db.appUrl,
+      SYSTEM_DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
       RUNBOX_ADMIN_TOKEN: this.adminToken,
       RUNBOX_EXECUTOR_ID: this.executorId,

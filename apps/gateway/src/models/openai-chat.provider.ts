@@ -1,3 +1,4 @@
+import { redactSecrets } from '@app/logging';
 import { z } from 'zod';
 import { ModelError, ModelMessage, ModelProvider, ModelRequest, ModelResponse } from './model-provider';
 
@@ -90,7 +91,9 @@ export async function postJson(
   }
   const text = await res.text();
   if (!res.ok) {
-    const snippet = text.slice(0, 300).replace(/\s+/g, ' ');
+    // Providers sometimes quote the key they were sent; it must not reach the run's error.
+    const sentKey = headers.authorization?.replace(/^Bearer\s+/i, '');
+    const snippet = redactSecrets(text, sentKey ? [sentKey] : []).slice(0, 300).replace(/\s+/g, ' ');
     throw new ModelError(`the model provider answered HTTP ${res.status}: ${snippet}`, res.status === 429 || res.status >= 500);
   }
   try {
