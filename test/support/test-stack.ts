@@ -91,9 +91,9 @@ export class TestStack {
     return { status: res.status, headers: res.headers, body: json, text };
   }
 
-  async createTenant(name = `tenant-${randomBytes(4).toString('hex')}`): Promise<TenantCredentials> {
+  async createTenant(name = `tenant-${randomBytes(4).toString('hex')}`, limits?: Record<string, number>): Promise<TenantCredentials> {
     const admin = { key: this.adminToken };
-    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name } });
+    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name, ...(limits ? { limits } : {}) } });
     if (tenant.status !== 201) throw new Error(`creating a tenant failed: ${tenant.status} ${tenant.text}`);
     const key = await this.request('POST', `/v1/admin/tenants/${tenant.body.id}/api_keys`, { ...admin, body: {} });
     if (key.status !== 201) throw new Error(`issuing a key failed: ${key.status} ${key.text}`);
