@@ -79,6 +79,8 @@ SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', r, r) FROM unnest(ARRAY['runbo
   WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)\gexec
 ALTER ROLE runbox_app NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOINHERIT;
 ALTER ROLE runbox_system NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOINHERIT;
+-- The tests drop their databases WITH (FORCE), ending the services' connections to them.
+GRANT pg_signal_backend TO $PG_USER;
 SQL
 }
 
