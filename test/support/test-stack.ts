@@ -36,6 +36,7 @@ export class TestStack {
   nats!: TestNats;
   private gateway?: { close(): Promise<void> };
   private executor?: INestApplicationContext;
+  private stopped = false;
 
   constructor(private readonly options: StackOptions = {}) {}
 
@@ -111,7 +112,10 @@ export class TestStack {
     }
   }
 
+  /** Stops everything; a second call does nothing. */
   async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     await this.gateway?.close();
     await this.stopExecutor();
     await removeExecutorResources(this.executorId);
