@@ -64,12 +64,23 @@ start_postgres() {
     wait_for "PostgreSQL" 30 pg_up
   fi
   is_root || return 0
-  # Roles: runbox owns the schema (migrations); runbox_app is what the services connect as.
+  # Roles (cluster-wide, so made here; the grants and policies are in the migrations):
+  #   runbox         owns the schema; migrations run as it
+  #   runbox_app     the services' tenant work: owns nothing, cannot bypass row-level security
+  #   runbox_system  deployment-wide work (key lookup, admin, sweeps): sees every tenant's
+  #                  rows only through the explicit system_access policies
+  # The passwords are for a development machine; see docs/tenancy.md for a deployment.
   su postgres -c "psql -qAt -p $PG_PORT" <<SQL >/dev/null
 SELECT 'CREATE ROLE $PG_USER LOGIN CREATEDB PASSWORD ''$PG_PASSWORD'''
   WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_USER')\gexec
 SELECT 'CREATE DATABASE $PG_DB OWNER $PG_USER'
   WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$PG_DB')\gexec
+SELECT format('CREATE ROLE %I LOGIN PASSWORD %L', r, r) FROM unnest(ARRAY['runbox_app', 'runbox_system']) AS r
+  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r)\gexec
+ALTER ROLE runbox_app NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOINHERIT;
+ALTER ROLE runbox_system NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOINHERIT;
+-- The tests drop their databases WITH (FORCE), ending the services' connections to them.
+GRANT pg_signal_backend TO $PG_USER;
 SQL
 }
 

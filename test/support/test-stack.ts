@@ -50,6 +50,7 @@ export class TestStack {
   private env: Record<string, string> = {};
   private gatewayChild?: ChildProcess;
   private gatewayLog = '';
+  private stopped = false;
 
   constructor(private readonly options: StackOptions = {}) {}
 
@@ -57,7 +58,9 @@ export class TestStack {
     this.nats = await startNats();
     this.db = await createTestDatabase();
     this.env = {
-      DATABASE_URL: this.db.url,
+      // The services connect as the production roles do: tenant work as runbox_app.
+      DATABASE_URL: this.db.appUrl,
+      SYSTEM_DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
       RUNBOX_ADMIN_TOKEN: this.adminToken,
       RUNBOX_EXECUTOR_ID: this.executorId,
@@ -148,9 +151,9 @@ export class TestStack {
     return { status: res.status, headers: res.headers, body: json, text };
   }
 
-  async createTenant(name = `tenant-${randomBytes(4).toString('hex')}`): Promise<TenantCredentials> {
+  async createTenant(name = `tenant-${randomBytes(4).toString('hex')}`, limits?: Record<string, number>): Promise<TenantCredentials> {
     const admin = { key: this.adminToken };
-    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name } });
+    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name, ...(limits ? { limits } : {}) } });
     if (tenant.status !== 201) throw new Error(`creating a tenant failed: ${tenant.status} ${tenant.text}`);
     const key = await this.request('POST', `/v1/admin/tenants/${tenant.body.id}/api_keys`, { ...admin, body: {} });
     if (key.status !== 201) throw new Error(`issuing a key failed: ${key.status} ${key.text}`);
@@ -168,8 +171,10 @@ export class TestStack {
     }
   }
 
-  /** Safe after a partial start: stops whatever did start. */
+  /** Stops whatever did start (safe after a partial start); a second call does nothing. */
   async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     await this.gateway?.close();
     if (this.gatewayChild) await stopProcess(this.gatewayChild);
     await this.stopExecutor();

@@ -1,5 +1,5 @@
 import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { ConfigModule, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
@@ -25,9 +25,14 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     {
       provide: LOGGER,
       inject: [RUNBOX_CONFIG],
-      useFactory: (c: RunboxConfig) => createLogger({ service: 'executor', level: c.RUNBOX_LOG_LEVEL }),
+      useFactory: (c: RunboxConfig) =>
+        createLogger({ service: 'executor', level: c.RUNBOX_LOG_LEVEL, file: c.RUNBOX_LOG_FILE, secrets: configSecrets(c) }),
     },
-    { provide: PrismaService, inject: [RUNBOX_CONFIG], useFactory: (c: RunboxConfig) => new PrismaService(c.DATABASE_URL) },
+    {
+      provide: PrismaService,
+      inject: [RUNBOX_CONFIG],
+      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }),
+    },
     {
       provide: NATS_CLIENT,
       inject: [RUNBOX_CONFIG, LOGGER, EXECUTOR_ID],

@@ -1,12 +1,16 @@
 import { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RunboxConfig } from '@app/config';
+import { configSecrets, RunboxConfig } from '@app/config';
+import { AppError, ErrorCode } from '@app/errors';
 import { LOGGER, PinoNestLogger } from '@app/logging';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { json } from 'express';
 import type { NextFunction, Request, Response } from 'express';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HttpErrorFilter } from './common/http-error.filter';
+import { checkJsonLimits } from './common/json-limits';
 import { GatewayModule } from './gateway.module';
 import { httpMetricsMiddleware } from './metrics/http-metrics.middleware';
 import { MetricsService } from './metrics/metrics.service';
@@ -23,14 +27,51 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   const logger = app.get<Logger>(LOGGER);
   app.useLogger(new PinoNestLogger(logger));
   app.use(httpMetricsMiddleware(app.get(MetricsService)));
-  const errors = new HttpErrorFilter(logger);
+  const errors = new HttpErrorFilter(logger, configSecrets(config));
   app.useGlobalFilters(errors);
-  // Our own JSON parser, so a malformed or oversized body is answered by the same filter
-  // (400 invalid_json, 413) rather than by the framework's generic error.
-  app.use(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false }));
+  const limits = { maxDepth: config.RUNBOX_MAX_JSON_DEPTH, maxStringChars: config.RUNBOX_MAX_JSON_STRING_CHARS };
+  app.use(requireJsonBody);
+  // Our own JSON parser, so a malformed, oversized or over-deep body is answered by the same
+  // filter (400 invalid_json, 413, 400 naming the limit) rather than by the framework's.
+  app.use(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false, type: JSON_TYPES, verify: (_req, _res, buf) => checkJsonLimits(buf, limits) }));
   app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => (err ? errors.reply(err, res) : next()));
+  answerUnparseableRequestsWithJson(app.getHttpServer() as Server);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.enableShutdownHooks();
   return app;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/** A body that is not JSON is refused (415) rather than silently ignored. */
+function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (hasBody && !req.is(JSON_TYPES)) {
+    next(new AppError(ErrorCode.UnsupportedMediaType, 'the request body must be JSON (Content-Type: application/json)'));
+    return;
+  }
+  next();
+}
+
+/**
+ * Requests Node's HTTP parser rejects (oversized headers, malformed request lines) never
+ * reach Express; Node would answer them with a bare status line. Answer with the same JSON
+ * error shape as everything else.
+ */
+function answerUnparseableRequestsWithJson(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable || err.code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    const error = tooLarge
+      ? { code: ErrorCode.PayloadTooLarge, message: 'the request headers are too large' }
+      : { code: ErrorCode.ValidationFailed, message: 'the request could not be parsed as HTTP' };
+    const body = JSON.stringify({ error });
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
 }

@@ -1,5 +1,5 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import { ConfigModule, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
@@ -13,6 +13,8 @@ import { MetricsService } from './metrics/metrics.service';
 import { ModelsModule } from './models/models.module';
 import { RunControlService } from './runs/run-control.service';
 import { RunDispatcher } from './runs/run-dispatcher';
+import { QuotasRepository } from './quotas/quotas.repository';
+import { QuotasService } from './quotas/quotas.service';
 import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
 import { RunQueue } from './runs/run-queue';
@@ -39,9 +41,14 @@ import { ToolsController } from './tools/tools.controller';
     {
       provide: LOGGER,
       inject: [RUNBOX_CONFIG],
-      useFactory: (c: RunboxConfig) => createLogger({ service: 'gateway', level: c.RUNBOX_LOG_LEVEL }),
+      useFactory: (c: RunboxConfig) =>
+        createLogger({ service: 'gateway', level: c.RUNBOX_LOG_LEVEL, file: c.RUNBOX_LOG_FILE, secrets: configSecrets(c) }),
     },
-    { provide: PrismaService, inject: [RUNBOX_CONFIG], useFactory: (c: RunboxConfig) => new PrismaService(c.DATABASE_URL) },
+    {
+      provide: PrismaService,
+      inject: [RUNBOX_CONFIG],
+      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }),
+    },
     {
       provide: NATS_CLIENT,
       inject: [RUNBOX_CONFIG, LOGGER],
@@ -87,6 +94,8 @@ class InfrastructureModule implements OnApplicationShutdown {
     RunDispatcher,
     RunControlService,
     RunSupervisor,
+    QuotasRepository,
+    QuotasService,
   ],
 })
 class GatewayFeaturesModule {}

@@ -16,7 +16,13 @@ const flag = z
  */
 export const configSchema = z.object({
   PORT: port.default(8080),
-  DATABASE_URL: z.string().url().default('postgresql://runbox:runbox@127.0.0.1:5432/runbox'),
+  /**
+   * Tenant work: a role that neither owns the tables nor bypasses row-level security
+   * (runbox_app). The services refuse to start on an owner or superuser connection.
+   */
+  DATABASE_URL: z.string().url().default('postgresql://runbox_app:runbox_app@127.0.0.1:5432/runbox'),
+  /** Deployment-wide work (key lookup, admin, sweeps across tenants): role runbox_system. */
+  SYSTEM_DATABASE_URL: z.string().url().default('postgresql://runbox_system:runbox_system@127.0.0.1:5432/runbox'),
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   RUNBOX_ADMIN_TOKEN: optionalString,
   RUNBOX_MODEL_BASE_URL: optionalString.pipe(z.string().url().optional()),
@@ -39,6 +45,8 @@ export const configSchema = z.object({
   RUNBOX_RUN_WORKERS: z.coerce.number().int().min(1).max(1000).default(32),
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Append log lines to this file instead of stdout. */
+  RUNBOX_LOG_FILE: optionalString,
   /** How long the gateway waits for an executor to answer a tool call beyond the tool's own timeout. */
   RUNBOX_EXECUTOR_GRACE_MS: z.coerce.number().int().positive().default(15_000),
   /** A stable name for this executor; sessions are pinned to the executor that created their sandbox. */
@@ -57,6 +65,25 @@ export const configSchema = z.object({
   RUNBOX_LOCAL_WORKSPACES: z.string().default('.runbox/workspaces'),
   RUNBOX_FILE_SEARCH_TIMEOUT: z.coerce.number().int().positive().default(20),
   RUNBOX_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Deepest nesting of arrays and objects a JSON body may have. */
+  RUNBOX_MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
+  /** Longest string (key or value) a JSON body may hold, in characters. */
+  RUNBOX_MAX_JSON_STRING_CHARS: z.coerce.number().int().positive().default(524_288),
 });
 
 export type RunboxConfig = z.infer<typeof configSchema>;
+
+/** Every configured value that must never appear in a log line or an error body. */
+export function configSecrets(config: RunboxConfig): string[] {
+  const passwords = [config.DATABASE_URL, config.SYSTEM_DATABASE_URL].map((url) => {
+    try {
+      const { username, password } = new URL(url);
+      // A development password that is the role's own name is no secret, and hiding it
+      // would hide the role name from every message that mentions it.
+      return password === username ? '' : decodeURIComponent(password);
+    } catch {
+      return '';
+    }
+  });
+  return [config.RUNBOX_ADMIN_TOKEN, config.RUNBOX_MODEL_API_KEY, ...passwords].filter((s): s is string => !!s);
+}

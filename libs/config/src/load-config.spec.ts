@@ -1,3 +1,4 @@
+import { configSecrets } from './config.schema';
 import { loadConfig } from './load-config';
 
 describe('loadConfig', () => {
@@ -17,5 +18,17 @@ describe('loadConfig', () => {
 
   it('treats an empty optional value as unset', () => {
     expect(loadConfig({ RUNBOX_ADMIN_TOKEN: '' }).RUNBOX_ADMIN_TOKEN).toBeUndefined();
+  });
+});
+
+describe('configSecrets', () => {
+  it('lists the admin token, the model key and real database passwords', () => {
+    const config = loadConfig({
+      RUNBOX_ADMIN_TOKEN: 'admin-secret',
+      RUNBOX_MODEL_API_KEY: 'sk-model',
+      DATABASE_URL: 'postgresql://runbox_app:s3cr%40t@db:5432/runbox',
+    });
+    // The default system URL's development password is its role name: not a secret.
+    expect(configSecrets(config)).toEqual(['admin-secret', 'sk-model', 's3cr@t']);
   });
 });

@@ -1,4 +1,5 @@
 import pino, { Logger } from 'pino';
+import { redactSecrets } from './redact-secrets';
 
 /**
  * Field paths that may hold a secret. pino replaces them with "[redacted]" before a line
@@ -31,19 +32,25 @@ export const REDACTED_PATHS = [
 export interface LoggerOptions {
   service: string;
   level?: string;
-  /** Where lines go; tests pass a stream to capture them. Defaults to stdout. */
+  /** Where lines go; tests pass a stream to capture them. Defaults to `file`, then stdout. */
   destination?: pino.DestinationStream;
+  /** Append lines to this file (written synchronously, so nothing is lost at exit). */
+  file?: string;
+  /** Values that must never be written, wherever they appear in a line. */
+  secrets?: readonly string[];
 }
 
-export function createLogger({ service, level = 'info', destination }: LoggerOptions): Logger {
+export function createLogger({ service, level = 'info', destination, file, secrets = [] }: LoggerOptions): Logger {
+  const target = destination ?? (file ? pino.destination({ dest: file, append: true, mkdir: true, sync: true }) : pino.destination({ sync: false }));
   return pino(
     {
       level,
       base: { service },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      hooks: { streamWrite: (line) => redactSecrets(line, secrets) },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ sync: false }),
+    target,
   );
 }
 

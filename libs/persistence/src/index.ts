@@ -1,2 +1,3 @@
 export * from './prisma.service';
 export * from './ids';
+export * from './advisory-locks';

@@ -1,31 +1,110 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from '@prisma/client';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 export type Tx = Prisma.TransactionClient;
 
+export interface DatabaseUrls {
+  /** Tenant work, as a role that row-level security holds (runbox_app). */
+  url: string;
+  /** Deployment-wide work, as runbox_system. Defaults to `url` (tests of one repository). */
+  systemUrl?: string;
+}
+
+/** The tenant transaction that work started by `tenant()` is running in. */
+interface TenantScope {
+  tenantId: string;
+  tx: Tx;
+  open: boolean;
+  /** Nested blocks of one scope run one after another, each in its own savepoint. */
+  chain: Promise<unknown>;
+}
+
+// Generous: a quota check holds a per-tenant lock, so a burst of one tenant's requests queues.
+const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 30_000 };
+
 /**
- * The database connection. Repositories reach tables only through `tenant()` (work on one
- * tenant's rows: the transaction carries the tenant id for row-level security) or
- * `system()` (deployment-wide work: authentication, admin, the executor's sweeps).
+ * The database connections. Repositories reach tables only through `tenant()` (one
+ * tenant's rows: the transaction sets `app.tenant_id`, which the row-level security policies
+ * compare with each row's tenant id) or `system()` (deployment-wide work: authentication,
+ * admin, the executor's sweeps), which uses a separate pool as the runbox_system role.
  */
 export class PrismaService {
   readonly client: PrismaClient;
+  private readonly systemClient: PrismaClient;
+  private readonly scopes = new AsyncLocalStorage<TenantScope>();
 
-  constructor(connectionString: string) {
-    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString, max: 10 }) });
+  constructor(urls: DatabaseUrls | string) {
+    const { url, systemUrl } = typeof urls === 'string' ? { url: urls, systemUrl: undefined } : urls;
+    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }) });
+    this.systemClient = systemUrl
+      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4 }) })
+      : this.client;
   }
 
-  /** Runs `work` in one transaction whose `app.tenant_id` is `tenantId`. */
+  /** The services' connection: refuses to start on a tenant role that could bypass isolation. */
+  static async forService(urls: DatabaseUrls): Promise<PrismaService> {
+    const db = new PrismaService(urls);
+    try {
+      await db.assertTenantRoleIsIsolated();
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+    return db;
+  }
+
+  /**
+   * Runs `work` in one transaction whose `app.tenant_id` is `tenantId`. Called inside
+   * another tenant() of the same tenant, it joins that transaction in a savepoint, so a
+   * service can make several repository calls one atomic unit (the quota check does).
+   */
   tenant<T>(tenantId: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const outer = this.scopes.getStore();
+    if (outer?.open) return this.nested(outer, tenantId, work);
     return this.client.$transaction(async (tx) => {
       await tx.$executeRaw`SELECT set_config('app.tenant_id', ${tenantId}, true)`;
-      return work(tx);
-    });
+      const scope: TenantScope = { tenantId, tx, open: true, chain: Promise.resolve() };
+      try {
+        return await this.scopes.run(scope, () => work(tx));
+      } finally {
+        // Work that outlives the transaction (a fire-and-forget promise) starts its own.
+        scope.open = false;
+      }
+    }, TRANSACTION_OPTIONS);
   }
 
   /** Deployment-wide work that is not on behalf of one tenant. */
   system<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.client.$transaction((tx) => work(tx));
+    // Outside any tenant scope: system work never runs in a tenant's transaction.
+    return this.scopes.exit(() => this.systemClient.$transaction((tx) => work(tx), TRANSACTION_OPTIONS));
+  }
+
+  /**
+   * Refuses a tenant connection that could see past row-level security: a superuser, a
+   * role with BYPASSRLS, or one that owns (or is a member of the owner of) a table.
+   */
+  async assertTenantRoleIsIsolated(): Promise<void> {
+    const [role] = await this.client.$queryRaw<Array<{ name: string; superuser: boolean; bypass: boolean; owned: string[] }>>`
+      SELECT r.rolname AS name, r.rolsuper AS superuser, r.rolbypassrls AS bypass,
+             coalesce((SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
+                        JOIN pg_namespace n ON n.oid = c.relnamespace
+                       WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+                         AND pg_has_role(current_user, c.relowner, 'MEMBER')), '{}') AS owned
+        FROM pg_roles r WHERE r.rolname = current_user`;
+    const problem = role.superuser
+      ? 'is a superuser'
+      : role.bypass
+        ? 'has BYPASSRLS'
+        : role.owned.length > 0
+          ? `owns table ${role.owned[0]}`
+          : undefined;
+    if (problem) {
+      throw new Error(
+        `DATABASE_URL connects as ${role.name}, which ${problem}: row-level security would not hold. ` +
+          'Connect as a role that owns nothing and cannot bypass it (runbox_app; see docs/tenancy.md).',
+      );
+    }
   }
 
   async ping(): Promise<boolean> {
@@ -39,5 +118,34 @@ export class PrismaService {
 
   async close(): Promise<void> {
     await this.client.$disconnect();
+    if (this.systemClient !== this.client) await this.systemClient.$disconnect();
+  }
+
+  private nested<T>(scope: TenantScope, tenantId: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+    if (scope.tenantId !== tenantId) {
+      return Promise.reject(new Error(`tenant work for ${tenantId} was started inside tenant ${scope.tenantId}'s transaction`));
+    }
+    const { tx } = scope;
+    const step = scope.chain.then(async () => {
+      // A failed statement aborts a Postgres transaction; the savepoint confines that (and
+      // the block's writes) to this block, as its own transaction would have.
+      await tx.$executeRawUnsafe('SAVEPOINT runbox_nested');
+      const inner: TenantScope = { tenantId, tx, open: true, chain: Promise.resolve() };
+      try {
+        const result = await this.scopes.run(inner, () => work(tx));
+        await tx.$executeRawUnsafe('RELEASE SAVEPOINT runbox_nested');
+        return result;
+      } catch (err) {
+        await tx
+          .$executeRawUnsafe('ROLLBACK TO SAVEPOINT runbox_nested')
+          .then(() => tx.$executeRawUnsafe('RELEASE SAVEPOINT runbox_nested'))
+          .catch(() => undefined); // the transaction itself is gone; the caller sees `err`
+        throw err;
+      } finally {
+        inner.open = false;
+      }
+    });
+    scope.chain = step.catch(() => undefined);
+    return step;
   }
 }

@@ -1,4 +1,5 @@
-import { PrismaService } from '@app/persistence';
+import { ADVISORY_LOCK, PrismaService } from '@app/persistence';
+import { LIVE_SANDBOX_STATES, maxSandboxes, SandboxQuotaError } from './sandbox-quota';
 
 export type SandboxState = 'creating' | 'ready' | 'stopped' | 'removed' | 'failed';
 
@@ -44,6 +45,25 @@ export class SandboxRepository {
         update: data,
       }),
     );
+  }
+
+  /**
+   * Saves the record as `creating` if the tenant is under its max_sandboxes limit, counting
+   * its other live sandboxes (on any executor) under a per-tenant lock, so two executors
+   * cannot both take the last slot. Throws SandboxQuotaError when it is not.
+   */
+  async claim(record: SandboxRecord): Promise<void> {
+    const { tenantId, sessionId } = record;
+    await this.db.tenant(tenantId, async (tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADVISORY_LOCK.tenantSandboxes}::int, hashtext(${tenantId}))`;
+      const tenant = await tx.tenant.findFirst({ where: { id: tenantId }, select: { limits: true } });
+      const max = maxSandboxes(tenant?.limits);
+      if (max !== undefined) {
+        const live = await tx.sandbox.count({ where: { tenantId, state: { in: LIVE_SANDBOX_STATES }, sessionId: { not: sessionId } } });
+        if (live >= max) throw new SandboxQuotaError(max);
+      }
+      await this.save({ ...record, state: 'creating' });
+    });
   }
 
   async setState(tenantId: string, sessionId: string, state: SandboxState, error?: string): Promise<void> {

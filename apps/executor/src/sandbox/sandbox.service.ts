@@ -107,7 +107,7 @@ export class SandboxService {
       }
       await this.driver.remove({ containerId: record.containerId }, true);
     }
-    await this.repo.save({ tenantId, sessionId, executorId: this.executorId, containerId: null, volume: null, state: 'creating' });
+    await this.repo.claim({ tenantId, sessionId, executorId: this.executorId, containerId: null, volume: null, state: 'creating' });
     try {
       const ref = await this.driver.create(containerName(sessionId), { [LABEL.session]: sessionId, [LABEL.tenant]: tenantId });
       await this.repo.save({ tenantId, sessionId, executorId: this.executorId, ...ref, state: 'ready' });

@@ -12,6 +12,7 @@ import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError } from '../sandbox/agent-channel';
+import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import { SandboxService, SandboxUnavailableError, SessionNotFoundError } from '../sandbox/sandbox.service';
 
 /** The tools that run inside the sandbox agent, by the agent's op name. */
@@ -51,6 +52,9 @@ export class ToolCallHandler {
     } catch (err) {
       if (err instanceof SessionNotFoundError) {
         return { ok: false, executor_id, error: { code: 'not_found', message: err.message } };
+      }
+      if (err instanceof SandboxQuotaError) {
+        return { ok: false, executor_id, error: { code: 'quota_exceeded', message: err.message } };
       }
       if (err instanceof SandboxUnavailableError) {
         return { ok: false, executor_id, error: { code: 'sandbox_failed', message: err.message } };

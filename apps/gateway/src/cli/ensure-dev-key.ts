@@ -14,7 +14,8 @@ import { TenantsService } from '../tenants/tenants.service';
 const DEFAULT_TENANT = 'default';
 
 async function main(file: string): Promise<void> {
-  const db = new PrismaService(loadConfig().DATABASE_URL);
+  const config = loadConfig();
+  const db = new PrismaService({ url: config.DATABASE_URL, systemUrl: config.SYSTEM_DATABASE_URL });
   try {
     const repo = new TenantsRepository(db);
     const auth = new AuthService(repo);

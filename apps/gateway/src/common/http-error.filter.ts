@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ZodError } from 'zod';
 import { fromZodError } from '@app/errors';
+import { redactSecrets } from '@app/logging';
 
 interface BodyParserError {
   type?: string;
@@ -18,7 +19,11 @@ interface BodyParserError {
  */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    /** Values no error body may carry, whatever a message happened to include. */
+    private readonly secrets: readonly string[] = [],
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     this.reply(exception, host.switchToHttp().getResponse<Response>());
@@ -31,8 +36,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     const error = this.toAppError(exception);
     const status = HTTP_STATUS[error.code];
-    const body: Record<string, unknown> = { code: error.code, message: error.message };
-    if (error.details) body.details = error.details;
+    const body: Record<string, unknown> = { code: error.code, message: redactSecrets(error.message, this.secrets) };
+    if (error.details) body.details = JSON.parse(redactSecrets(JSON.stringify(error.details), this.secrets));
     if (error.retryAfter !== undefined) res.setHeader('Retry-After', String(error.retryAfter));
     res.status(status).json({ error: body });
   }
@@ -46,11 +51,19 @@ export class HttpErrorFilter implements ExceptionFilter {
     if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {
       return AppError.validation('unsupported body encoding');
     }
+    if (parserError?.type === 'request.aborted') return AppError.validation('the request body was cut short');
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       if (status === 404) return new AppError(ErrorCode.NotFound, 'no such route');
       if (status === 413) return new AppError(ErrorCode.PayloadTooLarge, 'the request body is too large');
       if (status < 500) return AppError.validation(exception.message);
+    }
+    // Anything else the body parser or router rejected with a 4xx (http-errors objects).
+    const status = parserError?.status;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      if (status === 413) return new AppError(ErrorCode.PayloadTooLarge, 'the request body is too large');
+      if (status === 415) return new AppError(ErrorCode.UnsupportedMediaType, 'the request body must be JSON');
+      return AppError.validation('the request could not be read');
     }
     const errorId = randomUUID();
     this.logger.error({ errorId, err: exception }, 'unhandled error');

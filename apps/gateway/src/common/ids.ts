@@ -1,15 +1,12 @@
-import { AppError } from '@app/errors';
+import { AppError, ErrorCode } from '@app/errors';
 import { ID_PATTERN } from '@app/persistence';
 
 /**
  * Path ids: a malformed one cannot name anything, so it is answered like a missing one
- * (404), the same as another tenant's id.
+ * (404), the same as another tenant's id. It is not echoed back: whatever was sent in its
+ * place (a pasted key, say) stays out of the answer.
  */
 export function pathId(what: string, id: string): string {
-  if (!ID_PATTERN.test(id)) throw AppError.notFound(what, truncateForMessage(id));
+  if (!ID_PATTERN.test(id)) throw new AppError(ErrorCode.NotFound, `${what} not found (not a valid id)`);
   return id;
-}
-
-function truncateForMessage(id: string): string {
-  return id.length > 64 ? `${id.slice(0, 64)}…` : id;
 }

@@ -1,3 +1,4 @@
+import { redactSecrets } from '@app/logging';
 import { ModelError } from './model-provider';
 
 export interface ModelHttpRequest {
@@ -19,7 +20,7 @@ export async function postJson(request: ModelHttpRequest): Promise<unknown> {
   } catch (err) {
     throw transportError(err, request, timeout);
   }
-  if (!res.ok) throw httpError(res.status, text);
+  if (!res.ok) throw httpError(res.status, text, sentCredentials(request));
   try {
     return JSON.parse(text);
   } catch {
@@ -46,7 +47,7 @@ export async function* postForEvents(request: ModelHttpRequest): AsyncGenerator<
   };
   try {
     const res = await send(request, idle.signal);
-    if (!res.ok) throw httpError(res.status, await res.text().catch(() => ''));
+    if (!res.ok) throw httpError(res.status, await res.text().catch(() => ''), sentCredentials(request));
     if (!res.body) throw new ModelError('the model provider answered a stream request without a body', true);
     const decoder = new TextDecoder();
     let buffer = '';
@@ -91,8 +92,9 @@ function transportError(err: unknown, request: ModelHttpRequest, timeout: AbortS
 }
 
 /** 429 and 5xx (including Anthropic's 529 "overloaded") are worth another try; other statuses are not. */
-export function httpError(status: number, body: string): ModelError {
-  const snippet = body.slice(0, 300).replace(/\s+/g, ' ').trim();
+export function httpError(status: number, body: string, secrets: string[] = []): ModelError {
+  // Providers sometimes quote the key they were sent; it must not reach the run's error.
+  const snippet = redactSecrets(body, secrets).slice(0, 300).replace(/\s+/g, ' ').trim();
   return new ModelError(`the model provider answered HTTP ${status}${snippet ? `: ${snippet}` : ''}`, status === 429 || status >= 500);
 }
 
@@ -112,4 +114,10 @@ function parseEvent(block: string): SseEvent | undefined {
     else if (line.startsWith('event:')) event = line.slice(6).trim();
   }
   return data.length > 0 ? { event, data: data.join('\n') } : undefined;
+}
+
+/** The credentials a request carries (OpenAI's bearer token, Anthropic's x-api-key). */
+function sentCredentials(request: ModelHttpRequest): string[] {
+  const bearer = request.headers.authorization?.replace(/^Bearer\s+/i, '');
+  return [bearer, request.headers['x-api-key']].filter((v): v is string => !!v);
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
+import { QuotasService } from '../quotas/quotas.service';
 import { CreateRunInput } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
 import { ToolCallsRepository, ToolCallView } from './tool-calls.repository';
@@ -13,6 +14,7 @@ export class RunsService {
     private readonly toolCalls: ToolCallsRepository,
     private readonly dispatcher: RunDispatcher,
     private readonly events: RunEventsService,
+    private readonly quotas: QuotasService,
   ) {}
 
   /**
@@ -21,14 +23,17 @@ export class RunsService {
    */
   async create(tenantId: string, input: CreateRunInput, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
     const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...options } = input;
-    const outcome = await this.runs.create(tenantId, {
-      sessionId,
-      input: text,
-      options,
-      idempotencyKey,
-      sessionMetadata: metadata,
-      enqueueWhenBusy: onBusy === 'enqueue',
-    });
+    // The quota check and the creation commit together, or neither does.
+    const outcome = await this.quotas.admit(tenantId, () =>
+      this.runs.create(tenantId, {
+        sessionId,
+        input: text,
+        options,
+        idempotencyKey,
+        sessionMetadata: metadata,
+        enqueueWhenBusy: onBusy === 'enqueue',
+      }),
+    );
     switch (outcome.kind) {
       case 'session_not_found':
         throw AppError.notFound('session', sessionId ?? '');

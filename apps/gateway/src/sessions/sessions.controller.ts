@@ -1,15 +1,14 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
+import { metadataSchema, noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { MessageView, SessionView } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 
-const createSessionSchema = z
-  .object({ metadata: z.record(z.string().max(200), z.unknown()).optional() })
-  .strict();
+const createSessionSchema = z.object({ metadata: metadataSchema.optional() }).strict();
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
 const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name');
 
@@ -19,33 +18,44 @@ export class SessionsController {
   constructor(private readonly sessions: SessionsService) {}
 
   @Post()
-  async create(@TenantId() tenantId: string, @Body() body: unknown) {
+  async create(@TenantId() tenantId: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const input = validate(createSessionSchema, body ?? {}, 'body');
     const session = await this.sessions.create(tenantId, input.metadata ?? {});
     return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString() };
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+  async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     return sessionJson(await this.sessions.get(tenantId, pathId('session', id)));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+  async delete(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown): Promise<void> {
+    validate(noQuerySchema, query, 'query');
     await this.sessions.delete(tenantId, pathId('session', id));
   }
 
   @Get(':id/messages')
-  async messages(@TenantId() tenantId: string, @Param('id') id: string) {
+  async messages(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const messages = await this.sessions.messages(tenantId, pathId('session', id));
     return { data: messages.map(messageJson) };
   }
 
   @Post(':id/tools/:name')
   @HttpCode(200)
-  async runTool(@TenantId() tenantId: string, @Param('id') id: string, @Param('name') name: string, @Body() body: unknown) {
+  async runTool(
+    @TenantId() tenantId: string,
+    @Param('id') id: string,
+    @Param('name') name: string,
+    @Body() body: unknown,
+    @Query() query: unknown,
+  ) {
     const sessionId = pathId('session', id);
+    validate(noQuerySchema, query, 'query');
     const tool = validate(toolNameSchema, name, 'path');
     const input = validate(toolCallSchema, body ?? {}, 'body');
     return this.sessions.runTool(tenantId, sessionId, tool, input.arguments);

@@ -3,6 +3,7 @@ import { AppError, ErrorCode } from '@app/errors';
 import { LOGGER } from '@app/logging';
 import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
+import { QuotasService } from '../quotas/quotas.service';
 import { ExecutorClient } from '../tools/executor.client';
 import {
   InvalidToolArgumentsError,
@@ -12,17 +13,21 @@ import {
 } from '../tools/tool-dispatcher';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
 
+/** A sandbox frees up when a session is deleted or its idle container is reaped. */
+const SANDBOX_RETRY_SECONDS = 30;
+
 @Injectable()
 export class SessionsService {
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly executor: ExecutorClient,
     private readonly tools: ToolDispatcher,
+    private readonly quotas: QuotasService,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   create(tenantId: string, metadata: Record<string, unknown>): Promise<SessionView> {
-    return this.sessions.create(tenantId, metadata);
+    return this.quotas.admit(tenantId, () => this.sessions.create(tenantId, metadata));
   }
 
   async get(tenantId: string, id: string): Promise<SessionView> {
@@ -63,6 +68,9 @@ export class SessionsService {
       if (err instanceof InvalidToolArgumentsError) throw AppError.validation(err.message);
       if (err instanceof ToolInfrastructureError) {
         if (err.kind === 'not_found') throw AppError.notFound('session', id);
+        if (err.kind === 'quota_exceeded') {
+          throw new AppError(ErrorCode.QuotaExceeded, err.message, { limit: 'max_sandboxes' }, SANDBOX_RETRY_SECONDS);
+        }
         const code = err.kind === 'executor_unavailable' ? ErrorCode.ExecutorUnavailable : ErrorCode.SandboxFailed;
         throw new AppError(code, err.message, undefined, err.kind === 'executor_unavailable' ? 5 : undefined);
       }

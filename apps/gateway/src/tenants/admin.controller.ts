@@ -1,8 +1,9 @@
-import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { AdminGuard } from '../auth/admin.guard';
 import { pathId } from '../common/ids';
 import { validate } from '../common/validate';
-import { createApiKeySchema, createTenantSchema } from './tenants.schemas';
+import { ApiKeyView, TenantView } from './tenants.repository';
+import { createApiKeySchema, createTenantSchema, noQuerySchema, updateTenantSchema } from './tenants.schemas';
 import { TenantsService } from './tenants.service';
 
 @Controller('v1/admin')
@@ -11,22 +12,61 @@ export class AdminController {
   constructor(private readonly tenants: TenantsService) {}
 
   @Post('tenants')
-  async createTenant(@Body() body: unknown) {
+  async createTenant(@Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const input = validate(createTenantSchema, body, 'body');
-    const tenant = await this.tenants.create(input.name, input.limits);
-    return { id: tenant.id, name: tenant.name, limits: tenant.limits, created_at: tenant.createdAt.toISOString() };
+    return tenantJson(await this.tenants.create(input.name, input.limits));
+  }
+
+  @Get('tenants/:id')
+  async getTenant(@Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    return tenantJson(await this.tenants.get(pathId('tenant', id)));
+  }
+
+  /** Changes limits; they apply to the next session, run or sandbox the tenant creates. */
+  @Patch('tenants/:id')
+  async updateTenant(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    const tenantId = pathId('tenant', id);
+    const input = validate(updateTenantSchema, body, 'body');
+    return tenantJson(await this.tenants.updateLimits(tenantId, input.limits));
+  }
+
+  @Get('tenants/:id/api_keys')
+  async listKeys(@Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    const keys = await this.tenants.listKeys(pathId('tenant', id));
+    return { data: keys.map(apiKeyJson) };
   }
 
   @Post('tenants/:id/api_keys')
-  async createKey(@Param('id') id: string, @Body() body: unknown) {
+  async createKey(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    const tenantId = pathId('tenant', id);
     const input = validate(createApiKeySchema, body ?? {}, 'body');
-    const key = await this.tenants.issueKey(pathId('tenant', id), input.name);
+    const key = await this.tenants.issueKey(tenantId, input.name);
     return { id: key.id, key: key.key, prefix: key.prefix };
   }
 
   @Delete('api_keys/:id')
   @HttpCode(204)
-  async revokeKey(@Param('id') id: string): Promise<void> {
+  async revokeKey(@Param('id') id: string, @Query() query: unknown): Promise<void> {
+    validate(noQuerySchema, query, 'query');
     await this.tenants.revokeKey(pathId('api key', id));
   }
+}
+
+function tenantJson(t: TenantView) {
+  return { id: t.id, name: t.name, limits: t.limits, created_at: t.createdAt.toISOString() };
+}
+
+function apiKeyJson(k: ApiKeyView) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    created_at: k.createdAt.toISOString(),
+    revoked_at: k.revokedAt?.toISOString() ?? null,
+  };
 }

@@ -1,12 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
+import { parseStoredLimits, TenantLimits } from '../quotas/tenant-limits';
 
 export interface TenantView {
   id: string;
   name: string;
-  limits: Record<string, unknown>;
+  limits: TenantLimits;
   createdAt: Date;
+}
+
+export interface ApiKeyView {
+  id: string;
+  name: string | null;
+  prefix: string;
+  createdAt: Date;
+  revokedAt: Date | null;
 }
 
 export interface ApiKeyRecord {
@@ -22,7 +31,7 @@ export interface ApiKeyRecord {
 export class TenantsRepository {
   constructor(private readonly db: PrismaService) {}
 
-  async create(name: string, limits: Record<string, unknown>): Promise<TenantView | 'exists'> {
+  async create(name: string, limits: TenantLimits): Promise<TenantView | 'exists'> {
     try {
       return await this.db.system((tx) =>
         tx.tenant.create({ data: { id: newId('ten'), name, limits: limits as Prisma.InputJsonValue } }),
@@ -41,6 +50,29 @@ export class TenantsRepository {
   async findByName(name: string): Promise<TenantView | null> {
     const row = await this.db.system((tx) => tx.tenant.findUnique({ where: { name } }));
     return row ? toTenant(row) : null;
+  }
+
+  /**
+   * Replaces the tenant's limits with `update(current)`, reading and writing under a row
+   * lock so two concurrent changes cannot lose each other's. Null when there is no tenant.
+   */
+  async updateLimits(id: string, update: (current: TenantLimits) => TenantLimits): Promise<TenantView | null> {
+    return this.db.system(async (tx) => {
+      const [row] = await tx.$queryRaw<Array<{ limits: Prisma.JsonValue }>>`SELECT limits FROM tenants WHERE id = ${id} FOR UPDATE`;
+      if (!row) return null;
+      const limits = update(parseStoredLimits(row.limits));
+      return toTenant(await tx.tenant.update({ where: { id }, data: { limits: limits as Prisma.InputJsonValue } }));
+    });
+  }
+
+  async listKeys(tenantId: string): Promise<ApiKeyView[]> {
+    return this.db.system((tx) =>
+      tx.apiKey.findMany({
+        where: { tenantId },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        select: { id: true, name: true, prefix: true, createdAt: true, revokedAt: true },
+      }),
+    );
   }
 
   async addKey(tenantId: string, name: string | undefined, prefix: string, keyHash: string): Promise<{ id: string }> {
@@ -67,5 +99,5 @@ export class TenantsRepository {
 }
 
 function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; createdAt: Date }): TenantView {
-  return { id: row.id, name: row.name, limits: (row.limits ?? {}) as Record<string, unknown>, createdAt: row.createdAt };
+  return { id: row.id, name: row.name, limits: parseStoredLimits(row.limits), createdAt: row.createdAt };
 }

@@ -1,13 +1,7 @@
 import { z } from 'zod';
+import { tenantLimitsPatchSchema, tenantLimitsSchema } from '../quotas/tenant-limits';
 
-export const tenantLimitsSchema = z
-  .object({
-    max_concurrent_runs: z.number().int().min(0).max(1_000_000).optional(),
-    max_sessions: z.number().int().min(0).max(1_000_000).optional(),
-    max_sandboxes: z.number().int().min(0).max(1_000_000).optional(),
-    runs_per_minute: z.number().int().min(0).max(1_000_000).optional(),
-  })
-  .strict();
+export { tenantLimitsSchema };
 
 export const createTenantSchema = z
   .object({
@@ -16,4 +10,8 @@ export const createTenantSchema = z
   })
   .strict();
 
+export const updateTenantSchema = z.object({ limits: tenantLimitsPatchSchema }).strict();
+
 export const createApiKeySchema = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
+
+export { noQuerySchema } from '../common/metadata';

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { AuthService } from '../auth/auth.service';
 import { generateApiKey } from './api-key';
-import { TenantsRepository, TenantView } from './tenants.repository';
+import { applyLimitsPatch, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
+import { ApiKeyView, TenantsRepository, TenantView } from './tenants.repository';
 
 @Injectable()
 export class TenantsService {
@@ -11,10 +12,28 @@ export class TenantsService {
     private readonly auth: AuthService,
   ) {}
 
-  async create(name: string, limits: Record<string, unknown> = {}): Promise<TenantView> {
+  async create(name: string, limits: TenantLimits = {}): Promise<TenantView> {
     const tenant = await this.tenants.create(name, limits);
     if (tenant === 'exists') throw new AppError(ErrorCode.Conflict, `a tenant named ${JSON.stringify(name)} already exists`);
     return tenant;
+  }
+
+  async get(id: string): Promise<TenantView> {
+    const tenant = await this.tenants.findById(id);
+    if (!tenant) throw AppError.notFound('tenant', id);
+    return tenant;
+  }
+
+  /** Changes some limits: a number sets one, null removes it, others stay as they are. */
+  async updateLimits(id: string, patch: TenantLimitsPatch): Promise<TenantView> {
+    const tenant = await this.tenants.updateLimits(id, (current) => applyLimitsPatch(current, patch));
+    if (!tenant) throw AppError.notFound('tenant', id);
+    return tenant;
+  }
+
+  async listKeys(tenantId: string): Promise<ApiKeyView[]> {
+    await this.get(tenantId);
+    return this.tenants.listKeys(tenantId);
   }
 
   /** Issues a key. The plaintext is returned once and never stored. */

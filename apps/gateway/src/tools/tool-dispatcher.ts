@@ -24,7 +24,7 @@ export interface ToolContext {
 export class ToolInfrastructureError extends Error {
   constructor(
     message: string,
-    readonly kind: 'executor_unavailable' | 'sandbox_failed' | 'not_found',
+    readonly kind: 'executor_unavailable' | 'sandbox_failed' | 'not_found' | 'quota_exceeded',
     /** An executor took the call but never answered: it may or may not have run. */
     readonly outcomeUnknown = false,
   ) {
@@ -82,7 +82,7 @@ export class ToolDispatcher {
       throw err;
     }
     if (!reply.ok) {
-      const kind = reply.error.code === 'not_found' ? 'not_found' : 'sandbox_failed';
+      const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }
     // The agent cuts its own output; this guards against any path that did not.

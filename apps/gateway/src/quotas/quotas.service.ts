@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { AppError, ErrorCode } from '@app/errors';
+import { exceededLimit } from './quota-check';
+import { QuotasRepository } from './quotas.repository';
+import { TenantLimits } from './tenant-limits';
+
+/**
+ * Enforces a tenant's limits on sessions and runs (max_sandboxes is the executor's, at
+ * container creation). Over a limit the answer is 429 with Retry-After naming the limit,
+ * and nothing of the request is kept.
+ */
+@Injectable()
+export class QuotasService {
+  constructor(private readonly quotas: QuotasRepository) {}
+
+  /**
+   * Runs `create` (which writes sessions and/or runs through the repositories) atomically
+   * with the quota check: the counts are taken before and after it in one transaction under
+   * the tenant's lock, so two requests racing for the last slot cannot both get it, and a
+   * refused request's rows are rolled back with everything else it wrote.
+   */
+  admit<T>(tenantId: string, create: () => Promise<T>): Promise<T> {
+    return this.quotas.withQuotaLock(tenantId, async () => {
+      const limits = await this.quotas.limits(tenantId);
+      if (!hasCountedLimit(limits)) return create();
+      const before = await this.quotas.usage(tenantId);
+      const result = await create();
+      const exceeded = exceededLimit(limits, before, await this.quotas.usage(tenantId));
+      if (exceeded) {
+        const code = exceeded.limit === 'runs_per_minute' ? ErrorCode.RateLimited : ErrorCode.QuotaExceeded;
+        throw new AppError(code, exceeded.message, { limit: exceeded.limit, max: exceeded.max, current: exceeded.current }, exceeded.retryAfterSeconds);
+      }
+      return result;
+    });
+  }
+}
+
+function hasCountedLimit(limits: TenantLimits): boolean {
+  return limits.max_sessions !== undefined || limits.max_concurrent_runs !== undefined || limits.runs_per_minute !== undefined;
+}

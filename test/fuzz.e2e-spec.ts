@@ -1,0 +1,316 @@
+import { readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { TenantCredentials, TestStack } from './support/test-stack';
+
+const REQUESTS = 1_200;
+const CONCURRENCY = 8;
+const SEED = 20261130;
+
+/** A small seeded generator, so a failure can be replayed exactly. */
+class Random {
+  constructor(private state: number) {}
+  next(): number {
+    // mulberry32
+    this.state = (this.state + 0x6d2b79f5) | 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[this.int(items.length)];
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+}
+
+interface FuzzRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+}
+
+interface Fixtures {
+  tenant: TenantCredentials;
+  adminToken: string;
+  session: string;
+  run: string;
+  victimTenant: string;
+}
+
+const BAD_IDS = [
+  'ses_0000000000000000000000',
+  'run_0000000000000000000000',
+  'x'.repeat(3000),
+  '..%2F..%2Fetc%2Fpasswd',
+  '%00',
+  '%E0%A4%A',
+  '%FF',
+  '%F0%9F%92%A9',
+  "ses_'%20OR%20'1'%3D'1",
+  'SES_ABCDEFGHIJ',
+  '12345',
+  'null',
+  'undefined',
+  '%20',
+  '__proto__',
+  'constructor',
+  'ses_',
+  'a_b',
+];
+
+/** Values that fit no field: every JSON type, boundaries, and the odd and large. */
+const BAD_VALUES: unknown[] = [
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -1e308,
+  Number.MAX_SAFE_INTEGER + 2,
+  '',
+  ' ',
+  'x'.repeat(10_000),
+  '\u0000',
+  '😀'.repeat(50),
+  [],
+  [1, 'two', null],
+  {},
+  { nested: { deeper: [{}] } },
+  '<script>alert(1)</script>',
+  "'; DROP TABLE sessions; --",
+];
+
+const RAW_BODIES = [
+  '{',
+  '{"input": ',
+  '[1,2',
+  'nul',
+  '{"a":1}}',
+  "{'a':1}",
+  'NaN',
+  '{"a":1,}',
+  '\ufeff{}',
+  '{"input":"a","input":5}',
+  '{"__proto__":{"admin":true}}',
+  '{"constructor":{"prototype":{"polluted":1}}}',
+  '"just a string"',
+  '12345',
+  'true',
+  '[]',
+  '{"a":"\\ud800"}',
+  '{"a":"\\u0000"}',
+  '\u0000\u0001\u0002',
+];
+
+const CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/json; charset=utf-16', 'application/octet-stream'];
+
+/** Routes with a valid body each, which the generator breaks. */
+function routes(f: Fixtures) {
+  return [
+    { method: 'POST', path: () => '/v1/sessions', body: { metadata: { team: 'a' } }, auth: 'tenant' },
+    { method: 'GET', path: (id: string) => `/v1/sessions/${id}`, auth: 'tenant' },
+    { method: 'DELETE', path: (id: string) => `/v1/sessions/${id}`, auth: 'tenant', badIdOnly: true },
+    { method: 'GET', path: (id: string) => `/v1/sessions/${id}/messages`, auth: 'tenant' },
+    { method: 'POST', path: (id: string) => `/v1/sessions/${id}/tools/terminal`, body: { arguments: { command: 'ls' } }, auth: 'tenant', mustBreakBody: true },
+    { method: 'POST', path: (id: string) => `/v1/sessions/${id}/tools/${encodeURIComponent('not a tool!')}`, body: { arguments: {} }, auth: 'tenant' },
+    {
+      method: 'POST',
+      path: () => '/v1/runs',
+      body: { input: 'hi', session_id: f.session, toolset: 'coding', approval_mode: 'auto', limits: { max_output_chars: 1000 }, permissions: { allow: ['terminal(ls)'] } },
+      auth: 'tenant',
+    },
+    { method: 'GET', path: () => '/v1/runs', auth: 'tenant', query: true },
+    { method: 'GET', path: (id: string) => `/v1/runs/${id}`, auth: 'tenant', runId: true },
+    { method: 'GET', path: (id: string) => `/v1/runs/${id}/events`, auth: 'tenant', runId: true, events: true },
+    { method: 'POST', path: (id: string) => `/v1/runs/${id}/approvals`, body: { tool_call_id: 'call_1', decision: 'approve' }, auth: 'tenant', runId: true },
+    { method: 'POST', path: (id: string) => `/v1/runs/${id}/cancel`, auth: 'tenant', runId: true, badIdOnly: true },
+    { method: 'GET', path: () => '/v1/tools', auth: 'tenant', query: true },
+    { method: 'GET', path: () => '/v1/toolsets', auth: 'tenant', query: true },
+    { method: 'POST', path: () => '/v1/admin/tenants', body: { name: 'fuzz', limits: { max_sessions: 5 } }, auth: 'admin' },
+    { method: 'GET', path: (id: string) => `/v1/admin/tenants/${id}`, auth: 'admin', tenantId: true },
+    { method: 'PATCH', path: (id: string) => `/v1/admin/tenants/${id}`, body: { limits: { max_sessions: 5 } }, auth: 'admin', tenantId: true },
+    { method: 'GET', path: (id: string) => `/v1/admin/tenants/${id}/api_keys`, auth: 'admin', tenantId: true },
+    { method: 'POST', path: (id: string) => `/v1/admin/tenants/${id}/api_keys`, body: { name: 'k' }, auth: 'admin', tenantId: true },
+    { method: 'DELETE', path: (id: string) => `/v1/admin/api_keys/${id}`, auth: 'admin', badIdOnly: true },
+    { method: 'PUT', path: (id: string) => `/v1/sessions/${id}`, body: {}, auth: 'tenant' },
+    { method: 'PATCH', path: () => '/v1/runs', body: {}, auth: 'tenant' },
+  ];
+}
+
+/** Replaces one value somewhere in `value` (a random path) with `replacement`. */
+function mutate(r: Random, value: unknown, replacement: unknown): unknown {
+  if (typeof value !== 'object' || value === null || r.chance(0.25)) return replacement;
+  const copy: Record<string, unknown> = Array.isArray(value) ? ([...value] as unknown as Record<string, unknown>) : { ...(value as Record<string, unknown>) };
+  const keys = Object.keys(copy);
+  if (keys.length === 0) return replacement;
+  const key = r.pick(keys);
+  copy[key] = mutate(r, copy[key], replacement);
+  return copy;
+}
+
+function deepJson(depth: number): string {
+  return `{"metadata":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+}
+
+function generate(r: Random, f: Fixtures): FuzzRequest {
+  const route = r.pick(routes(f));
+  const goodId = route.tenantId ? f.victimTenant : route.runId ? f.run : f.session;
+  const headers: Record<string, string> = {};
+  const auth = r.int(20);
+  const addQuery = route.query || r.chance(0.2);
+  const addBody = route.method !== 'GET' && (route.body !== undefined || r.chance(0.15)); // fetch sends no body with GET
+  // Every request is wrong somewhere: when nothing else will be, its id is.
+  const useBadId = route.badIdOnly || r.chance(0.5) || (auth < 16 && !addQuery && !addBody);
+  let path = route.path(useBadId ? r.pick(BAD_IDS) : goodId);
+
+  // Authentication: mostly right, so requests reach validation; sometimes every kind of wrong.
+  const right = route.auth === 'admin' ? f.adminToken : f.tenant.apiKey;
+  const wrong = route.auth === 'admin' ? f.tenant.apiKey : f.adminToken;
+  if (auth < 16) headers.authorization = `Bearer ${right}`;
+  else if (auth === 16) headers.authorization = `Bearer ${wrong}`;
+  else if (auth === 17) headers.authorization = `Bearer ${'A'.repeat(600)}`;
+  else if (auth === 18) headers.authorization = r.pick(['Basic Zm9vOmJhcg==', 'Bearer', 'bearer  ', `Token ${right}`, `Bearer ${right.slice(0, -1)}`]);
+
+  // Query strings: junk everywhere, bad values where a query is read.
+  if (addQuery) {
+    const params = [
+      `limit=${r.pick(['-1', '0', '201', 'banana', '1e3', '', '1&limit=2', String(Number.MAX_SAFE_INTEGER)])}`,
+      `session_id=${r.pick(BAD_IDS)}`,
+      `${r.pick(['x', 'a[b]', '__proto__[x]', '%E0', 'last_event_id'])}=${r.pick(['1', 'y', '%FF', ''])}`,
+    ];
+    path += `?${params.filter(() => r.chance(0.6)).join('&') || 'unknown=1'}`;
+  }
+
+  if (route.events && !useBadId) {
+    // The stream of a finished run ends by itself; a bad Last-Event-ID must be refused first.
+    headers['last-event-id'] = r.pick(['-1', 'abc', '1.5', '99999999999999999999', '1e400', '--1']);
+  }
+  if (route.method === 'POST' && r.chance(0.1)) headers['idempotency-key'] = r.pick(['has space', 'x'.repeat(300), 'é', '']);
+  if (r.chance(0.02)) headers['x-padding'] = 'p'.repeat(20_000); // more than Node's header limit
+
+  let body: string | Buffer | undefined;
+  let contentType = 'application/json';
+  if (addBody) {
+    const kind = r.int(route.mustBreakBody && !useBadId ? 5 : 10);
+    const base = route.body ?? {};
+    switch (kind) {
+      case 0:
+        body = r.pick(RAW_BODIES);
+        break;
+      case 1:
+        body = JSON.stringify({ ...base, [r.pick(['surprise', 'tenant_id', 'id', 'x'.repeat(300)])]: r.pick(BAD_VALUES) });
+        break;
+      case 2:
+        body = JSON.stringify(r.pick([[], 1, 'str', null, true]));
+        break;
+      case 3:
+        body = deepJson(33 + r.int(r.chance(0.1) ? 50_000 : 200));
+        break;
+      case 4:
+        body = JSON.stringify(mutate(r, base, r.pick(BAD_VALUES.filter((v) => typeof v !== 'string'))));
+        break;
+      case 5:
+        body = JSON.stringify(mutate(r, base, r.pick(BAD_VALUES)));
+        break;
+      case 6:
+        contentType = r.pick(CONTENT_TYPES);
+        body = JSON.stringify(base);
+        break;
+      case 7:
+        body = r.chance(0.3) ? JSON.stringify({ ...base, input: 'x'.repeat(2 * 1024 * 1024) }) : JSON.stringify({ ...base, note: 'y'.repeat(600_000) });
+        break;
+      case 8:
+        headers['content-encoding'] = r.pick(['gzip', 'br', 'deflate', 'rot13']);
+        body = r.chance(0.5) ? Buffer.from('not compressed at all') : gzipSync(Buffer.from('{"truncated": '));
+        break;
+      default:
+        body = JSON.stringify(mutate(r, base, r.pick(BAD_VALUES)));
+    }
+    headers['content-type'] = contentType;
+  }
+  return { method: route.method, path, headers, body };
+}
+
+/**
+ * At least a thousand generated malformed requests across every route: none may be
+ * answered with a 5xx, and every error is the JSON error shape. The logs are captured to
+ * check that none of them reached the "unhandled error" path.
+ */
+describe('fuzzing the HTTP API', () => {
+  let stack: TestStack;
+  let fixtures: Fixtures;
+  const logDir = mkdtempSync(join(tmpdir(), 'runbox-fuzz-'));
+  const logFile = join(logDir, 'services.log');
+
+  beforeAll(async () => {
+    stack = await new TestStack({ executor: false, env: { RUNBOX_LOG_FILE: logFile, RUNBOX_LOG_LEVEL: 'info' } }).start();
+    const tenant = await stack.createTenant('fuzz-tenant');
+    const victim = await stack.createTenant('fuzz-victim');
+    const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
+    const run = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { session_id: session.body.id, input: 'hi' } });
+    await stack.waitForRun(tenant.apiKey, run.body.id);
+    fixtures = { tenant, adminToken: stack.adminToken, session: session.body.id, run: run.body.id, victimTenant: victim.tenantId };
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    rmSync(logDir, { recursive: true, force: true });
+  });
+
+  it(`answers ${REQUESTS} malformed requests with 4xx JSON errors and never a 5xx`, async () => {
+    const random = new Random(SEED);
+    const requests = Array.from({ length: REQUESTS }, () => generate(random, fixtures));
+    const byStatus = new Map<number, number>();
+    const failures: string[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < requests.length) {
+        const req = requests[next++];
+        const label = `${req.method} ${req.path.slice(0, 120)} ${JSON.stringify(req.headers).slice(0, 200)} ${String(req.body ?? '').slice(0, 120)}`;
+        try {
+          const res = await fetch(`${stack.url}${req.path}`, { method: req.method, headers: req.headers, body: req.body, signal: AbortSignal.timeout(30_000) });
+          const text = await res.text();
+          byStatus.set(res.status, (byStatus.get(res.status) ?? 0) + 1);
+          if (res.status >= 500) failures.push(`${res.status} for ${label}: ${text.slice(0, 300)}`);
+          else if (res.status >= 400) {
+            let parsed: { error?: { code?: unknown; message?: unknown } } | undefined;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = undefined;
+            }
+            const json = (res.headers.get('content-type') ?? '').includes('application/json');
+            if (!json || typeof parsed?.error?.code !== 'string' || typeof parsed.error.message !== 'string') {
+              failures.push(`${res.status} without a JSON error for ${label}: ${text.slice(0, 300)}`);
+            }
+          }
+        } catch (err) {
+          failures.push(`no answer for ${label}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+
+    const count = (from: number, to: number) => [...byStatus].filter(([s]) => s >= from && s < to).reduce((n, [, c]) => n + c, 0);
+    const statuses = [...byStatus].sort(([x], [y]) => x - y).map(([s, c]) => `${s}×${c}`).join(' ');
+    console.log(`fuzz: ${REQUESTS} requests sent, 2xx ${count(200, 300)}, 4xx ${count(400, 500)}, 5xx ${count(500, 600)} (${statuses})`);
+    expect(failures.slice(0, 10)).toEqual([]);
+    expect(count(500, 600)).toBe(0);
+    expect(count(400, 500)).toBeGreaterThan(REQUESTS * 0.8);
+
+    // Still healthy afterwards, and nothing went down the unexpected-error path.
+    expect((await stack.request('GET', `/v1/sessions/${fixtures.session}`, { key: fixtures.tenant.apiKey })).status).toBe(200);
+    const log = readFileSync(logFile, 'utf8');
+    expect(log).toContain('"service":"gateway"');
+    expect(log.split('\n').filter((line) => line.includes('unhandled error')).slice(0, 3)).toEqual([]);
+  });
+});
