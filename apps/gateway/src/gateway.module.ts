@@ -22,6 +22,7 @@ import { AdminController } from './tenants/admin.controller';
 import { TenantsRepository } from './tenants/tenants.repository';
 import { TenantsService } from './tenants/tenants.service';
 import { ExecutorClient } from './tools/executor.client';
+import { GATEWAY_TOOL_CONTROLLERS, GATEWAY_TOOL_PROVIDERS } from './tools/gateway-tools.providers';
 import { ToolDispatcher } from './tools/tool-dispatcher';
 import { ToolRegistry } from './tools/tool-registry';
 import { ToolsController } from './tools/tools.controller';
@@ -57,7 +58,7 @@ class InfrastructureModule implements OnApplicationShutdown {
 
 @Module({
   imports: [InfrastructureModule, ModelsModule],
-  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController],
+  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController, ...GATEWAY_TOOL_CONTROLLERS],
   providers: [
     AuthService,
     ApiKeyGuard,
@@ -74,6 +75,7 @@ class InfrastructureModule implements OnApplicationShutdown {
     RunLoop,
     RunQueue,
     RunsService,
+    ...GATEWAY_TOOL_PROVIDERS,
   ],
 })
 class GatewayFeaturesModule {}

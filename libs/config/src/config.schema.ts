@@ -25,6 +25,10 @@ export const configSchema = z.object({
   /** `openai` (chat completions) or `anthropic` (Messages API). */
   RUNBOX_MODEL_PROVIDER: z.enum(['openai', 'anthropic']).default('openai'),
   RUNBOX_MODEL_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
+  /** Embeddings for rag_search (optional): a model name turns them on; the base URL and key default to the chat model's. */
+  RUNBOX_EMBEDDINGS_MODEL: optionalString,
+  RUNBOX_EMBEDDINGS_BASE_URL: optionalString.pipe(z.string().url().optional()),
+  RUNBOX_EMBEDDINGS_API_KEY: optionalString,
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** How long the gateway waits for an executor to answer a tool call beyond the tool's own timeout. */

@@ -194,6 +194,8 @@ export class RunLoop {
           sessionId: run.sessionId,
           executorId: state.executorId,
           callId: `${run.id}:${call.id}`,
+          runId: run.id,
+          memoryScope: run.options.memory_scope ?? null,
           maxOutputChars: run.options.limits?.max_output_chars,
           timeouts: run.options.limits?.timeouts,
         },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { memoryScopeSchema } from '../memory/memory.schemas';
 import { TOOLSET_NAMES } from '../tools/tool-registry';
 
 const toolName = z.string().min(1).max(128);
@@ -33,6 +34,8 @@ export const createRunSchema = z
       .optional(),
     limits: runLimitsSchema.optional(),
     metadata: z.record(z.string().max(200), z.unknown()).optional(),
+    /** Narrows the memory tool to this scope (e.g. an end user or agent name) plus the tenant's shared facts. */
+    memory_scope: memoryScopeSchema.optional(),
   })
   .strict();
 
