@@ -13,6 +13,9 @@ export interface EmbeddingsProvider {
 
 export const EMBEDDINGS_PROVIDER = Symbol('EMBEDDINGS_PROVIDER');
 
+/** The provider failed or answered something unusable; the message is safe to show. */
+export class EmbeddingsError extends Error {}
+
 /** Texts sent per request; providers cap batch sizes (OpenAI: 2048 inputs). */
 const BATCH = 64;
 /** Characters of one input kept; embedding models read a few thousand tokens at most. */
@@ -35,15 +38,21 @@ export class OpenAiEmbeddingsProvider implements EmbeddingsProvider {
     const out: number[][] = [];
     for (let i = 0; i < texts.length; i += BATCH) {
       const batch = texts.slice(i, i + BATCH).map((t) => t.slice(0, MAX_INPUT_CHARS) || ' ');
-      const json = await postJson(
-        `${this.baseUrl.replace(/\/$/, '')}/embeddings`,
-        { model: this.model, input: batch },
-        this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
-        this.timeoutMs,
-      );
+      let json: unknown;
+      try {
+        json = await postJson(
+          `${this.baseUrl.replace(/\/$/, '')}/embeddings`,
+          { model: this.model, input: batch },
+          this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
+          this.timeoutMs,
+        );
+      } catch (err) {
+        // postJson speaks of "the model provider"; say which one failed.
+        throw new EmbeddingsError(`embeddings (${this.model}): ${err instanceof Error ? err.message : String(err)}`);
+      }
       const parsed = responseSchema.safeParse(json);
       if (!parsed.success || parsed.data.data.length !== batch.length) {
-        throw new Error('the embeddings provider answered without one embedding per input');
+        throw new EmbeddingsError(`embeddings (${this.model}): the provider did not answer one embedding per input`);
       }
       const ordered = [...parsed.data.data].sort((a, b) => a.index - b.index);
       out.push(...ordered.map((d) => unitLength(d.embedding)));

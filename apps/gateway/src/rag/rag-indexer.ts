@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { EMBEDDINGS_PROVIDER, EmbeddingsProvider } from '../embeddings/embeddings.provider';
+import { EMBEDDINGS_PROVIDER, EmbeddingsError, EmbeddingsProvider } from '../embeddings/embeddings.provider';
 import { SandboxFileReader } from '../tools/sandbox-files';
 import { chunkLines } from './chunker';
 import { decodeText, isIgnored, MAX_FILE_BYTES, MAX_FILES } from './file-rules';
@@ -49,6 +49,16 @@ export class RagIndexer {
   ) {}
 
   async index(reader: SandboxFileReader, tenantId: string, sessionId: string, path: string, deadline: number): Promise<IndexOutcome> {
+    try {
+      return await this.indexPath(reader, tenantId, sessionId, path, deadline);
+    } catch (err) {
+      // Batches written before the failure stay indexed; the rest is as it was.
+      if (err instanceof EmbeddingsError) return { ok: false, message: `${err.message}; files indexed before the failure are searchable` };
+      throw err;
+    }
+  }
+
+  private async indexPath(reader: SandboxFileReader, tenantId: string, sessionId: string, path: string, deadline: number): Promise<IndexOutcome> {
     const started = Date.now();
     const first = await reader.read(path, MAX_FILE_BYTES);
     if (first.kind === 'error') return { ok: false, message: first.message };

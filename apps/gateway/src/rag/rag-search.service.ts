@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { EMBEDDINGS_PROVIDER, EmbeddingsProvider } from '../embeddings/embeddings.provider';
+import { EMBEDDINGS_PROVIDER, EmbeddingsError, EmbeddingsProvider } from '../embeddings/embeddings.provider';
 import { parseTextQuery } from '../search/text-query';
 import { ChunkHit, RagRepository } from './rag.repository';
 
@@ -24,7 +24,8 @@ export class RagSearchService {
     return this.embeddings !== null;
   }
 
-  async search(tenantId: string, sessionId: string, query: string, limit: number): Promise<ChunkHit[]> {
+  /** `degraded` names why vector ranking was left out (the provider failed): the hits are full text only. */
+  async search(tenantId: string, sessionId: string, query: string, limit: number): Promise<{ hits: ChunkHit[]; degraded?: string }> {
     const parsed = parseTextQuery(query, { splitIdentifiers: true });
     // Ask for more than needed: overlapping chunks of one file are merged below.
     const wanted = this.embeddings ? FUSION_CANDIDATES : limit * 2;
@@ -32,10 +33,16 @@ export class RagSearchService {
     if (text.length < wanted) {
       text.push(...(await this.rag.searchFuzzy(tenantId, sessionId, parsed, wanted - text.length, text.map((h) => h.id))));
     }
-    if (!this.embeddings) return withoutOverlaps(text, limit);
-    const [vector] = await this.embeddings.embed([query]);
+    if (!this.embeddings) return { hits: withoutOverlaps(text, limit) };
+    let vector: number[];
+    try {
+      [vector] = await this.embeddings.embed([query]);
+    } catch (err) {
+      if (!(err instanceof EmbeddingsError)) throw err;
+      return { hits: withoutOverlaps(text, limit), degraded: err.message };
+    }
     const nearest = await this.rag.searchVector(tenantId, sessionId, vector, FUSION_CANDIDATES);
-    return withoutOverlaps(fuse([text, nearest]), limit);
+    return { hits: withoutOverlaps(fuse([text, nearest]), limit) };
   }
 }
 

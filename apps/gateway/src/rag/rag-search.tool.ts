@@ -33,18 +33,19 @@ export class RagSearchTool implements GatewayTool {
   ) {}
 
   async execute(ctx: GatewayToolContext, args: RagSearchArgs): Promise<GatewayToolResult> {
-    const hits = await this.search.search(ctx.tenantId, ctx.sessionId, args.query, args.limit ?? 5);
+    const { hits, degraded } = await this.search.search(ctx.tenantId, ctx.sessionId, args.query, args.limit ?? 5);
+    const note = degraded ? `\n\n(Ranked by full text only: ${degraded}.)` : '';
     const results = hits.map((h) => ({ path: h.path, start_line: h.startLine, end_line: h.endLine, score: h.score, match: h.match }));
     if (!hits.length) {
       const { documents } = await this.rag.stats(ctx.tenantId, ctx.sessionId);
       const why = documents === 0 ? 'Nothing is indexed in this session yet: index files or folders with rag_index first.' : `Nothing in the ${documents} indexed files matches "${args.query}".`;
-      return toolOutput(why, { count: 0, results, indexed_files: documents });
+      return toolOutput(why + note, { count: 0, results, indexed_files: documents });
     }
     const blocks = hits.map((h, i) => `${i + 1}. ${h.path} lines ${h.startLine}-${h.endLine} (score ${h.score})\n${h.content}`);
-    return toolOutput(`${hits.length} ${hits.length === 1 ? 'passage' : 'passages'} for "${args.query}", best first:\n\n${blocks.join('\n\n')}`, {
+    return toolOutput(`${hits.length} ${hits.length === 1 ? 'passage' : 'passages'} for "${args.query}", best first:\n\n${blocks.join('\n\n')}${note}`, {
       count: hits.length,
       results,
-      embeddings: this.search.usesEmbeddings,
+      embeddings: this.search.usesEmbeddings && !degraded,
     });
   }
 }
