@@ -6,8 +6,13 @@
 --
 -- Ranking is Postgres full-text search (tsvector, GIN) with pg_trgm as the fallback for
 -- text the parser cannot split into words (Chinese, Japanese, typos, fragments of words).
--- pg_trgm is a trusted extension (PostgreSQL 13+), so the database owner can create it.
+-- The GIN indexes lead with the tenant or session (btree_gin), so a search reads only that
+-- tenant's or session's entries: with the owner filter in a separate btree index, the
+-- planner chose to recheck ILIKE on every chunk of a session instead (90 ms against 0.2 ms
+-- for 4,000 chunks). pg_trgm and btree_gin are trusted extensions (PostgreSQL 13+), so the
+-- database owner can create them.
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
+CREATE EXTENSION IF NOT EXISTS btree_gin;
 
 -- CreateTable
 CREATE TABLE "memories" (
@@ -24,8 +29,8 @@ CREATE TABLE "memories" (
 );
 
 CREATE INDEX "memories_tenant_id_created_at_idx" ON "memories"("tenant_id", "created_at");
-CREATE INDEX "memories_search_idx" ON "memories" USING GIN ("search");
-CREATE INDEX "memories_content_trgm_idx" ON "memories" USING GIN ("content" gin_trgm_ops);
+CREATE INDEX "memories_search_idx" ON "memories" USING GIN ("tenant_id", "search");
+CREATE INDEX "memories_content_trgm_idx" ON "memories" USING GIN ("tenant_id", "content" gin_trgm_ops);
 -- Saving the same fact twice in one scope keeps one row.
 CREATE UNIQUE INDEX "memories_tenant_scope_content_key" ON "memories"("tenant_id", COALESCE("scope", ''), md5("content"));
 
@@ -70,8 +75,8 @@ CREATE TABLE "rag_chunks" (
 
 CREATE INDEX "rag_chunks_tenant_id_session_id_idx" ON "rag_chunks"("tenant_id", "session_id");
 CREATE INDEX "rag_chunks_document_id_idx" ON "rag_chunks"("document_id");
-CREATE INDEX "rag_chunks_search_idx" ON "rag_chunks" USING GIN ("search");
-CREATE INDEX "rag_chunks_content_trgm_idx" ON "rag_chunks" USING GIN ("content" gin_trgm_ops);
+CREATE INDEX "rag_chunks_search_idx" ON "rag_chunks" USING GIN ("session_id", "search");
+CREATE INDEX "rag_chunks_content_trgm_idx" ON "rag_chunks" USING GIN ("session_id", "content" gin_trgm_ops);
 
 -- CreateTable
 CREATE TABLE "todos" (
@@ -104,5 +109,5 @@ CREATE TABLE "skills" (
 
 -- session_search: full text over every message, and trigrams over what people and models
 -- wrote (tool outputs are long and noisy, and full text covers them).
-CREATE INDEX "messages_content_search_idx" ON "messages" USING GIN (to_tsvector('english'::regconfig, COALESCE("content", '')));
-CREATE INDEX "messages_content_trgm_idx" ON "messages" USING GIN ("content" gin_trgm_ops) WHERE "role" IN ('user', 'assistant');
+CREATE INDEX "messages_content_search_idx" ON "messages" USING GIN ("tenant_id", to_tsvector('english'::regconfig, COALESCE("content", '')));
+CREATE INDEX "messages_content_trgm_idx" ON "messages" USING GIN ("tenant_id", "content" gin_trgm_ops) WHERE "role" IN ('user', 'assistant');

@@ -103,33 +103,49 @@ export class RagRepository {
     return { documents: Number(rows[0].documents), chunks: Number(rows[0].chunks) };
   }
 
-  /** Chunks holding every query word first, then any word, by ts_rank (path words weigh most). */
+  /**
+   * Chunks holding every query word, by ts_rank (path words weigh most); when those are
+   * fewer than `limit`, chunks holding some of the words fill the rest. Two selective
+   * queries: the any-word query alone would rank every chunk with one common word.
+   */
   async searchText(tenantId: string, sessionId: string, query: TextQuery, limit: number): Promise<ChunkHit[]> {
-    if (!query.anyTerms) return [];
+    if (!query.anyTerms || !query.allTerms) return [];
+    const hits = await this.rankedText(tenantId, sessionId, query.allTerms, limit, []);
+    if (hits.length < limit && query.terms.length > 1) {
+      hits.push(...(await this.rankedText(tenantId, sessionId, query.anyTerms, limit - hits.length, hits.map((h) => h.id))));
+    }
+    return hits;
+  }
+
+  private async rankedText(tenantId: string, sessionId: string, tsquery: string, limit: number, exclude: string[]): Promise<ChunkHit[]> {
     const rows = await this.db.tenant(tenantId, (tx) =>
       tx.$queryRaw<ChunkRow[]>`
-        WITH q AS (SELECT to_tsquery('simple', ${query.anyTerms}) AS any_q, to_tsquery('simple', ${query.allTerms}) AS all_q)
-        SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, q.any_q) AS score
-        FROM rag_chunks c CROSS JOIN q
-        WHERE c.tenant_id = ${tenantId} AND c.session_id = ${sessionId} AND c.search @@ q.any_q
-        ORDER BY (c.search @@ q.all_q) DESC, score DESC, c.path, c.start_line
+        SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, q) AS score
+        FROM rag_chunks c, to_tsquery('simple', ${tsquery}) AS q
+        WHERE c.tenant_id = ${tenantId} AND c.session_id = ${sessionId} AND c.search @@ q
+          AND NOT (c.id::text = ANY(${exclude}::text[]))
+        ORDER BY score DESC, c.path, c.start_line
         LIMIT ${limit}`,
     );
     return rows.map((r) => toHit(r, 'text'));
   }
 
-  /** Substring and trigram matches: the fallback for text the parser does not split into words. */
+  /**
+   * Substring matches: the fallback for text the parser does not split into words (Chinese,
+   * fragments of identifiers). The trigram index serves ILIKE; the hits are unranked, and
+   * not sorted either, so a common substring stops at `limit` rows instead of rechecking
+   * every chunk. Trigram similarity (typos) is left out here: rechecking it on thousands of
+   * multi-kilobyte chunks took seconds when nothing matched (bench/rag.bench.ts).
+   */
   async searchFuzzy(tenantId: string, sessionId: string, query: TextQuery, limit: number, exclude: string[]): Promise<ChunkHit[]> {
     if (!query.text) return [];
     const rows = await this.db.tenant(tenantId, (tx) =>
       tx.$queryRaw<ChunkRow[]>`
-        SELECT c.id, c.path, c.start_line, c.end_line, c.content,
-               GREATEST(word_similarity(${query.text}, c.content), CASE WHEN c.content ILIKE ${query.likePattern} THEN 1 ELSE 0 END) AS score
+        SELECT c.id, c.path, c.start_line, c.end_line, c.content, 1::float AS score
         FROM rag_chunks c
         WHERE c.tenant_id = ${tenantId} AND c.session_id = ${sessionId}
-          AND (c.content ILIKE ${query.likePattern} OR ${query.text} <% c.content)
+          AND c.content ILIKE ${query.likePattern}
           AND NOT (c.id::text = ANY(${exclude}::text[]))
-        ORDER BY score DESC, c.path, c.start_line
         LIMIT ${limit}`,
     );
     return rows.map((r) => toHit(r, 'fuzzy'));

@@ -38,8 +38,8 @@ describe('parseTextQuery', () => {
 
 describe('identifierWords', () => {
   it('adds the humps of camelCase and acronyms, and splits on separators', () => {
-    expect(identifierWords('getUserName HTTPServer foo_bar.baz() utf8')).toBe(
-      'getUserName get User Name HTTPServer HTTP Server foo bar baz utf8 utf 8',
+    expect(identifierWords('getUserName HTTPServer2 foo_bar.baz() utf8 zq0421x')).toBe(
+      'getUserName get User Name HTTPServer2 HTTP Server2 foo bar baz utf8 zq0421x',
     );
   });
 

@@ -6,7 +6,8 @@
  * - `anyTerms` (any word) finds the rest, ranked by ts_rank, so a verbose question still
  *   finds a fact that shares only its key words;
  * - `likePattern` and `text` feed the fallback for text the full-text parser cannot split
- *   (Chinese or Japanese runs, fragments of words, typos): substring and trigram similarity.
+ *   (Chinese or Japanese runs, fragments of words): substring matches everywhere, and
+ *   trigram similarity (typos) for memories, which are short.
  *
  * Words are runs of letters, digits and marks, so nothing a user types can inject tsquery
  * syntax. With `splitIdentifiers`, `getUserName` also yields `get`, `user`, `name`; the
@@ -54,14 +55,16 @@ export function parseTextQuery(input: string, options: { splitIdentifiers?: bool
 /**
  * The words of `text` for a 'simple' tsvector: every run of letters and digits, and for
  * identifiers with humps (`getUserName`, `HTTPServer`) their parts as well. Separators such
- * as `_`, `.`, `/` and `-` split words, so `foo_bar.baz()` gives `foo bar baz`.
+ * as `_`, `.`, `/` and `-` split words, so `foo_bar.baz()` gives `foo bar baz`. Digits stay
+ * with the letters before them (`utf8`, `Server2`), and one-letter parts are dropped: they
+ * would match nearly everything.
  */
 export function identifierWords(text: string): string {
   const out: string[] = [];
   for (const word of text.match(WORD) ?? []) {
     out.push(word);
-    const parts = word.match(/\p{Lu}+(?!\p{Ll})|\p{Lu}?\p{Ll}+|\p{N}+|[^\p{Lu}\p{Ll}\p{N}]+/gu);
-    if (parts && parts.length > 1) out.push(...parts);
+    const parts = (word.match(/\p{Lu}+(?!\p{Ll})\p{N}*|\p{Lu}?\p{Ll}+\p{N}*|\p{N}+|[^\p{Lu}\p{Ll}\p{N}]+/gu) ?? []).filter((p) => p.length > 1);
+    if (parts.length > 1) out.push(...parts);
   }
   return out.join(' ');
 }
