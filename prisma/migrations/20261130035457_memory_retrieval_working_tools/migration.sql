@@ -66,7 +66,7 @@ CREATE TABLE "rag_chunks" (
     -- Built by the gateway from path words and identifier-split content words ('simple').
     "search" tsvector NOT NULL,
     -- Unit-length vectors from the embeddings provider, when one is configured. With
-    -- pgvector installed this becomes vector(n) with an HNSW index (see docs/retrieval.md).
+    -- pgvector installed this becomes vector(n) with an HNSW index (see docs/memory-and-retrieval.md).
     "embedding" REAL[],
 
     CONSTRAINT "rag_chunks_pkey" PRIMARY KEY ("id"),

@@ -40,7 +40,7 @@ export class RagIndexTool implements GatewayTool {
   async execute(ctx: GatewayToolContext, args: RagIndexArgs): Promise<GatewayToolResult> {
     const reader = this.files.reader({ ...ctx, callId: ctx.callId ?? `rag_index:${Date.now()}`, timeoutMs: Math.min(ctx.timeoutMs, READ_TIMEOUT_MS) });
     const deadline = Date.now() + Math.max(ctx.timeoutMs - WRAP_UP_MS, 1_000);
-    const outcome = await this.indexer.index(reader, ctx.tenantId, ctx.sessionId, args.path, deadline);
+    const outcome = await this.indexer.index(reader, ctx.tenantId, ctx.sessionId, args.path, deadline, ctx.signal);
     const executorId = reader.executorId ?? undefined;
     if (!outcome.ok) return { ...toolFailure(`Cannot index ${args.path}: ${outcome.message}`), executorId };
     const r = outcome.report;

@@ -48,9 +48,9 @@ export class RagIndexer {
     @Optional() @Inject(EMBEDDINGS_PROVIDER) private readonly embeddings: EmbeddingsProvider | null = null,
   ) {}
 
-  async index(reader: SandboxFileReader, tenantId: string, sessionId: string, path: string, deadline: number): Promise<IndexOutcome> {
+  async index(reader: SandboxFileReader, tenantId: string, sessionId: string, path: string, deadline: number, signal?: AbortSignal): Promise<IndexOutcome> {
     try {
-      return await this.indexPath(reader, tenantId, sessionId, path, deadline);
+      return await this.indexPath(reader, tenantId, sessionId, path, deadline, signal);
     } catch (err) {
       // Batches written before the failure stay indexed; the rest is as it was.
       if (err instanceof EmbeddingsError) return { ok: false, message: `${err.message}; files indexed before the failure are searchable` };
@@ -58,7 +58,14 @@ export class RagIndexer {
     }
   }
 
-  private async indexPath(reader: SandboxFileReader, tenantId: string, sessionId: string, path: string, deadline: number): Promise<IndexOutcome> {
+  private async indexPath(
+    reader: SandboxFileReader,
+    tenantId: string,
+    sessionId: string,
+    path: string,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<IndexOutcome> {
     const started = Date.now();
     const first = await reader.read(path, MAX_FILE_BYTES);
     if (first.kind === 'error') return { ok: false, message: first.message };
@@ -107,6 +114,10 @@ export class RagIndexer {
       let next = 0;
       const worker = async () => {
         while (next < files.length) {
+          if (signal?.aborted) {
+            report.incomplete = `cancelled after ${report.filesSeen} of ${files.length} files`;
+            return;
+          }
           if (Date.now() > deadline) {
             report.incomplete = `stopped at the time limit after ${report.filesSeen} of ${files.length} files; run rag_index again to continue (unchanged files are quick)`;
             return;

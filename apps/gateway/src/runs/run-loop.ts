@@ -196,6 +196,7 @@ export class RunLoop {
           callId: `${run.id}:${call.id}`,
           runId: run.id,
           memoryScope: run.options.memory_scope ?? null,
+          signal: state.signal,
           maxOutputChars: run.options.limits?.max_output_chars,
           timeouts: run.options.limits?.timeouts,
         },

@@ -18,6 +18,8 @@ export interface ToolContext {
   runId?: string;
   /** The run's `memory_scope`: narrows which memories the memory tool sees and where it saves. */
   memoryScope?: string | null;
+  /** Aborted when the run is cancelled; long gateway tools (rag_index) stop early. */
+  signal?: AbortSignal;
   maxOutputChars?: number;
   /** Per-tool timeouts in seconds (a run's `limits.timeouts`). */
   timeouts?: Record<string, number>;
