@@ -118,6 +118,10 @@ EOF`,
     expect(identifier.metadata.results[0]).toMatchObject({ path: 'src/shipping.ts', start_line: 1, end_line: 3, match: 'text' });
     const chinese = await callTool(stack, tenant.apiKey, session, 'rag_search', { query: '重试预算' });
     expect(chinese.metadata.results[0]).toMatchObject({ path: 'src/zh.md', match: 'fuzzy' });
+    // The whole workspace: the same two files, already indexed and unchanged.
+    const everything = await callTool(stack, tenant.apiKey, session, 'rag_index', { path: '.' });
+    expect(everything.metadata).toMatchObject({ path: '.', kind: 'directory', files_indexed: 0, files_unchanged: 2, removed: 0 });
+    expect(everything.output).toMatch(/^Indexed the workspace: 2 files read/);
   });
 
   it('keeps each session its own index, and explains what it cannot index', async () => {

@@ -1,4 +1,6 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { LOGGER } from '@app/logging';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { GatewayTool, GatewayToolContext, GatewayToolResult, toolFailure, toolOutput } from '../tools/gateway-tool';
 import { SandboxFiles } from '../tools/sandbox-files';
@@ -35,6 +37,7 @@ export class RagIndexTool implements GatewayTool {
   constructor(
     private readonly files: SandboxFiles,
     private readonly indexer: RagIndexer,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   async execute(ctx: GatewayToolContext, args: RagIndexArgs): Promise<GatewayToolResult> {
@@ -44,6 +47,10 @@ export class RagIndexTool implements GatewayTool {
     const executorId = reader.executorId ?? undefined;
     if (!outcome.ok) return { ...toolFailure(`Cannot index ${args.path}: ${outcome.message}`), executorId };
     const r = outcome.report;
+    this.logger.info(
+      { tenantId: ctx.tenantId, sessionId: ctx.sessionId, runId: ctx.runId, files: r.filesSeen, indexed: r.indexed, chunks: r.chunks, skipped: r.skipped.length, complete: !r.incomplete, durationMs: r.durationMs },
+      'workspace indexed',
+    );
     return { ...toolOutput(describe(r), reportMetadata(r)), executorId };
   }
 }
