@@ -88,5 +88,6 @@ function reportMetadata(r: IndexReport): Record<string, unknown> {
     ignored: r.ignored,
     complete: !r.incomplete,
     duration_ms: r.durationMs,
+    write_ms: r.writeMs,
   };
 }

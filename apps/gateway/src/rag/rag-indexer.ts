@@ -32,6 +32,8 @@ export interface IndexReport {
   /** Set when the time limit or the file cap stopped the walk before the end. */
   incomplete?: string;
   durationMs: number;
+  /** Of which writing to Postgres (and embedding), which overlaps with reading. */
+  writeMs: number;
 }
 
 export type IndexOutcome = { ok: true; report: IndexReport } | { ok: false; message: string };
@@ -81,10 +83,15 @@ export class RagIndexer {
       skipped: [],
       ignored: 0,
       durationMs: 0,
+      writeMs: 0,
     };
     const known = await this.rag.indexedUnder(tenantId, sessionId, root);
     const kept: string[] = [];
-    const writer = new BatchWriter((docs) => this.write(tenantId, sessionId, docs));
+    const writer = new BatchWriter(async (docs) => {
+      const start = Date.now();
+      await this.write(tenantId, sessionId, docs);
+      report.writeMs += Date.now() - start;
+    });
 
     const consider = async (file: string, read: Awaited<ReturnType<SandboxFileReader['read']>>) => {
       report.filesSeen++;
