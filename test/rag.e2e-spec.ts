@@ -124,6 +124,25 @@ EOF`,
     expect(everything.output).toMatch(/^Indexed the workspace: 2 files read/);
   });
 
+  it('lets two indexers of one folder run at once without duplicating anything', async () => {
+    const made = await callTool(stack, tenant.apiKey, sessionId, 'terminal', {
+      command: 'mkdir -p pair && for i in $(seq 1 60); do printf "pair file %s mentions quokka\\n" $i > pair/f$i.txt; done',
+    });
+    expect(made.metadata.exit_code).toBe(0);
+    const [a, b] = await Promise.all([
+      callTool(stack, tenant.apiKey, sessionId, 'rag_index', { path: 'pair' }),
+      callTool(stack, tenant.apiKey, sessionId, 'rag_index', { path: 'pair' }),
+    ]);
+    expect([a.is_error, b.is_error]).toEqual([false, false]);
+    expect(a.metadata.files_seen + b.metadata.files_seen).toBe(120);
+    const found = await callTool(stack, tenant.apiKey, sessionId, 'rag_search', { query: 'quokka', limit: 20 });
+    const paths = found.metadata.results.map((r: any) => r.path);
+    expect(paths).toHaveLength(20);
+    expect(new Set(paths).size).toBe(20);
+    const again = await callTool(stack, tenant.apiKey, sessionId, 'rag_index', { path: 'pair' });
+    expect(again.metadata).toMatchObject({ files_indexed: 0, files_unchanged: 60, removed: 0 });
+  });
+
   it('keeps each session its own index, and explains what it cannot index', async () => {
     const fresh = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
     const empty = await callTool(stack, tenant.apiKey, fresh, 'rag_search', { query: 'retry budget' });

@@ -11,6 +11,7 @@ const READ_CONCURRENCY = 8;
 /** Documents written per transaction, and the chunk count that also ends a batch. */
 const BATCH_DOCUMENTS = 100;
 const BATCH_CHUNKS = 800;
+const WRITE_CONCURRENCY = 2;
 
 export interface SkippedFile {
   path: string;
@@ -182,27 +183,40 @@ export class RagIndexer {
   }
 }
 
-/** Collects documents and writes them a batch at a time, one batch after another. */
+/**
+ * Collects documents and writes them a batch at a time, at most WRITE_CONCURRENCY batches
+ * at once: the GIN index inserts are CPU work Postgres can spread over cores.
+ */
 class BatchWriter {
   private docs: DocumentToWrite[] = [];
   private chunks = 0;
-  private tail: Promise<void> = Promise.resolve();
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: unknown;
 
   constructor(private readonly write: (docs: DocumentToWrite[]) => Promise<void>) {}
 
-  /** Resolves once the document is queued; when it fills a batch, once that batch is written (back-pressure). */
+  /** Queues a document; when that fills a batch, starts writing it and waits while too many writes are running (back-pressure). */
   async add(doc: DocumentToWrite): Promise<void> {
     this.docs.push(doc);
     this.chunks += doc.chunks.length;
-    if (this.docs.length >= BATCH_DOCUMENTS || this.chunks >= BATCH_CHUNKS) await this.flush();
+    if (this.docs.length >= BATCH_DOCUMENTS || this.chunks >= BATCH_CHUNKS) await this.flush(WRITE_CONCURRENCY - 1);
   }
 
-  async flush(): Promise<void> {
+  /** Starts writing what is queued, then waits until at most `running` writes are left (0: all done). */
+  async flush(running = 0): Promise<void> {
     const batch = this.docs;
     this.docs = [];
     this.chunks = 0;
-    if (batch.length) this.tail = this.tail.then(() => this.write(batch));
-    await this.tail;
+    if (batch.length) {
+      const write: Promise<void> = this.write(batch)
+        .catch((err: unknown) => {
+          this.failure ??= err;
+        })
+        .finally(() => this.inFlight.delete(write));
+      this.inFlight.add(write);
+    }
+    while (this.inFlight.size > running) await Promise.race(this.inFlight);
+    if (this.failure) throw this.failure;
   }
 }
 

@@ -53,14 +53,15 @@ export class RagRepository {
 
   /**
    * Replaces the documents at these paths (and their chunks) with the new versions, in one
-   * transaction. Writers of one session take turns, so two indexers never interleave.
+   * transaction. Writers of the same path take turns (a lock per path), so two indexers
+   * covering one file never interleave, while one indexer's batches run side by side.
    */
   async replaceDocuments(tenantId: string, sessionId: string, docs: DocumentToWrite[]): Promise<void> {
     if (!docs.length) return;
     const ids = docs.map(() => newId('doc'));
     const chunks = docs.flatMap((d, i) => d.chunks.map((c, j) => ({ docId: ids[i], path: d.path, chunk: c, embedding: d.embeddings?.[j] })));
     await this.db.tenant(tenantId, async (tx) => {
-      await lockSession(tx, sessionId);
+      await lockPaths(tx, sessionId, docs.map((d) => d.path));
       await tx.$executeRaw`
         DELETE FROM rag_documents WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND path = ANY(${docs.map((d) => d.path)}::text[])`;
       await tx.$executeRaw`
@@ -84,14 +85,17 @@ export class RagRepository {
     });
   }
 
-  /** Removes documents at or under `root` that are not in `keep` (files deleted or no longer indexable). */
+  /**
+   * Removes documents at or under `root` that are not in `keep` (files deleted or no longer
+   * indexable). A file another indexer added meanwhile may go too; indexing it again
+   * brings it back.
+   */
   async removeOthers(tenantId: string, sessionId: string, root: string, keep: string[]): Promise<number> {
-    return this.db.tenant(tenantId, async (tx) => {
-      await lockSession(tx, sessionId);
-      return tx.$executeRaw`
+    return this.db.tenant(tenantId, (tx) =>
+      tx.$executeRaw`
         DELETE FROM rag_documents
-        WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND ${underRoot(root)} AND NOT (path = ANY(${keep}::text[]))`;
-    });
+        WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND ${underRoot(root)} AND NOT (path = ANY(${keep}::text[]))`,
+    );
   }
 
   async stats(tenantId: string, sessionId: string): Promise<{ documents: number; chunks: number }> {
@@ -183,9 +187,12 @@ export class RagRepository {
   }
 }
 
-/** Serialises index writers of one session for the rest of the transaction. */
-async function lockSession(tx: Prisma.TransactionClient, sessionId: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('rag:' || ${sessionId}))`;
+/** Takes a transaction lock per path, in one order everywhere so two writers cannot deadlock. */
+async function lockPaths(tx: Prisma.TransactionClient, sessionId: string, paths: string[]): Promise<void> {
+  await tx.$executeRaw`
+    SELECT pg_advisory_xact_lock(key) FROM (
+      SELECT DISTINCT hashtext('rag:' || ${sessionId} || ':' || p) AS key FROM unnest(${paths}::text[]) AS p ORDER BY key
+    ) AS keys`;
 }
 
 function underRoot(root: string): Prisma.Sql {
