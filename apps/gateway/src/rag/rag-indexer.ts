@@ -120,8 +120,9 @@ export class RagIndexer {
       });
       if (!listing.complete) report.incomplete = listing.note ?? `the folder holds more than ${MAX_FILES} files; only the first ${MAX_FILES} (in path order) were considered`;
       let next = 0;
+      let failed = false;
       const worker = async () => {
-        while (next < files.length) {
+        while (next < files.length && !failed) {
           if (signal?.aborted) {
             report.incomplete = `cancelled after ${report.filesSeen} of ${files.length} files`;
             return;
@@ -131,7 +132,12 @@ export class RagIndexer {
             return;
           }
           const file = files[next++];
-          await consider(file, await reader.read(file, MAX_FILE_BYTES));
+          try {
+            await consider(file, await reader.read(file, MAX_FILE_BYTES));
+          } catch (err) {
+            failed = true; // the other workers stop too: the call is failing
+            throw err;
+          }
         }
       };
       await Promise.all(Array.from({ length: READ_CONCURRENCY }, worker));
