@@ -31,6 +31,7 @@ import { AdminController } from './tenants/admin.controller';
 import { TenantsRepository } from './tenants/tenants.repository';
 import { TenantsService } from './tenants/tenants.service';
 import { ExecutorClient } from './tools/executor.client';
+import { GATEWAY_TOOL_CONTROLLERS, GATEWAY_TOOL_PROVIDERS } from './tools/gateway-tools.providers';
 import { ToolDispatcher } from './tools/tool-dispatcher';
 import { ToolRegistry } from './tools/tool-registry';
 import { ToolsController } from './tools/tools.controller';
@@ -71,7 +72,7 @@ class InfrastructureModule implements OnApplicationShutdown {
 
 @Module({
   imports: [InfrastructureModule, ModelsModule],
-  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController, MetricsController],
+  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController, MetricsController, ...GATEWAY_TOOL_CONTROLLERS],
   providers: [
     MetricsService,
     AuthService,
@@ -96,6 +97,7 @@ class InfrastructureModule implements OnApplicationShutdown {
     RunSupervisor,
     QuotasRepository,
     QuotasService,
+    ...GATEWAY_TOOL_PROVIDERS,
   ],
 })
 class GatewayFeaturesModule {}

@@ -43,6 +43,10 @@ export const configSchema = z.object({
   RUNBOX_RUN_SWEEP_SECONDS: z.coerce.number().positive().max(3600).default(5),
   /** Runs one gateway replica executes at the same time (more wait on the queue). */
   RUNBOX_RUN_WORKERS: z.coerce.number().int().min(1).max(1000).default(32),
+  /** Embeddings for rag_search (optional): a model name turns them on; the base URL and key default to the chat model's. */
+  RUNBOX_EMBEDDINGS_MODEL: optionalString,
+  RUNBOX_EMBEDDINGS_BASE_URL: optionalString.pipe(z.string().url().optional()),
+  RUNBOX_EMBEDDINGS_API_KEY: optionalString,
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Append log lines to this file instead of stdout. */

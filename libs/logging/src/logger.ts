@@ -27,6 +27,7 @@ export const REDACTED_PATHS = [
   '*.private_key',
   'RUNBOX_ADMIN_TOKEN',
   'RUNBOX_MODEL_API_KEY',
+  'RUNBOX_EMBEDDINGS_API_KEY',
 ];
 
 export interface LoggerOptions {

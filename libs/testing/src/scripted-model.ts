@@ -34,6 +34,13 @@ export interface ScriptedModelOptions {
  */
 export class ScriptedModelServer {
   readonly requests: RecordedRequest[] = [];
+  /** Inputs of every `POST …/embeddings` call, in order. */
+  readonly embeddingInputs: string[][] = [];
+  /**
+   * Answers `POST …/embeddings` (OpenAI-compatible) with this function's vector for each
+   * input; tests choose vectors they can reason about. Unset, that path answers 404.
+   */
+  embed?: (text: string) => number[];
   private readonly script: ScriptStep[] = [];
   private server?: Server;
   private callCounter = 0;
@@ -79,6 +86,7 @@ export class ScriptedModelServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
+    if (req.url?.endsWith('/embeddings')) return this.handleEmbeddings(raw, res);
     const request: RecordedRequest = { path: req.url ?? '', headers: req.headers, body: JSON.parse(raw || '{}') };
     this.requests.push(request);
     const step = this.script.shift();
@@ -157,6 +165,19 @@ export class ScriptedModelServer {
       usage: { input_tokens: 12, output_tokens: 7 },
     };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  }
+
+  private handleEmbeddings(raw: string, res: ServerResponse): void {
+    const embed = this.embed;
+    if (!embed) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"no embeddings model"}}');
+      return;
+    }
+    const body = JSON.parse(raw || '{}') as { model?: string; input?: string | string[] };
+    const inputs = typeof body.input === 'string' ? [body.input] : (body.input ?? []);
+    this.embeddingInputs.push(inputs);
+    const data = inputs.map((text, index) => ({ object: 'embedding', index, embedding: embed(text) }));
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', model: body.model, data, usage: { prompt_tokens: 1, total_tokens: 1 } }));
   }
 }
 

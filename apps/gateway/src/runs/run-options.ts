@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { memoryScopeSchema } from '../memory/memory.schemas';
 import { TOOLSET_NAMES } from '../tools/tool-registry';
 import { ruleProblem } from './permission-rules';
 
@@ -60,6 +61,8 @@ export const createRunSchema = z
     /** What to do when the session already has a run going: `reject` (409, the default) or `enqueue` (start after it). */
     on_busy: z.enum(['reject', 'enqueue']).optional(),
     metadata: z.record(z.string().max(200), z.unknown()).optional(),
+    /** Narrows the memory tool to this scope (e.g. an end user or agent name) plus the tenant's shared facts. */
+    memory_scope: memoryScopeSchema.optional(),
   })
   .strict();
 

@@ -173,6 +173,8 @@ export class ToolCallRunner {
           sessionId: run.sessionId,
           executorId: ctx.executorId,
           callId: executorCallId,
+          runId: run.id,
+          memoryScope: run.options.memory_scope ?? null,
           maxOutputChars: ctx.limits.maxOutputChars,
           timeouts: ctx.limits.timeouts,
           signal: ctx.signal,

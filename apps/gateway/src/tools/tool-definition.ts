@@ -13,6 +13,11 @@ export interface ToolDefinition {
   parameters: ZodType<Record<string, unknown>>;
   /** Approval modes ask about (prompt) or refuse (deny) mutating tools. */
   mutating: boolean;
+  /**
+   * For tools whose actions differ (skill: write mutates, list and read do not): decides per
+   * call, from the parsed arguments. Without it, `mutating` holds for every call.
+   */
+  mutatingCall?: (args: Record<string, unknown>) => boolean;
   toolsets: ToolsetName[];
   /** `sandbox` tools go to the executor; `gateway` tools run in the gateway. */
   runsIn: 'sandbox' | 'gateway';

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
+import { GatewayToolResult } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
 import { truncateOutput } from './truncate-output';
 
@@ -13,10 +14,14 @@ export interface ToolContext {
   /** The executor the session's sandbox lives on, once it has one. */
   executorId: string | null;
   callId?: string;
+  /** The run making the call; absent for direct calls (POST /v1/sessions/{id}/tools/{name}). */
+  runId?: string;
+  /** The run's `memory_scope`: narrows which memories the memory tool sees and where it saves. */
+  memoryScope?: string | null;
   maxOutputChars?: number;
   /** Per-tool timeouts in seconds (a run's `limits.timeouts`): the default, and a ceiling on what the model asks for. */
   timeouts?: Record<string, number>;
-  /** Aborted when the run is cancelled; tools that run in the gateway stop on it. */
+  /** Aborted when the run is cancelled; tools that run in the gateway (rag_index) stop on it. */
   signal?: AbortSignal;
 }
 
@@ -62,7 +67,7 @@ export class ToolDispatcher {
     const args = this.parseArguments(name, rawArgs);
     const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     const timeoutSeconds = this.timeoutFor(name, args, ctx.timeouts);
-    if (tool.runsIn !== 'sandbox') throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
+    if (tool.runsIn === 'gateway') return this.executeInGateway(ctx, name, args, maxOutputChars, timeoutSeconds);
     let reply;
     try {
       reply = await this.executor.callTool(
@@ -87,6 +92,19 @@ export class ToolDispatcher {
     }
     // The agent cuts its own output; this guards against any path that did not.
     return { ...reply.result, output: truncateOutput(reply.result.output, maxOutputChars), executorId: reply.executor_id };
+  }
+
+  private async executeInGateway(
+    ctx: ToolContext,
+    name: string,
+    args: Record<string, unknown>,
+    maxOutputChars: number,
+    timeoutSeconds: number,
+  ): Promise<GatewayToolResult> {
+    const runner = this.registry.gatewayTool(name);
+    if (!runner) throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
+    const result = await runner.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
+    return { ...result, output: truncateOutput(result.output, maxOutputChars) };
   }
 
   private timeoutFor(name: string, args: Record<string, unknown>, overrides?: Record<string, number>): number {

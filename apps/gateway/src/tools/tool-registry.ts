@@ -1,7 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { FILE_TOOLS } from './definitions/file-tools';
 import { TERMINAL_TOOL } from './definitions/terminal-tool';
+import { GATEWAY_TOOLS, GatewayTool } from './gateway-tool';
 import { ToolDefinition, ToolsetName } from './tool-definition';
 
 export const TOOLSET_NAMES = ['minimal', 'coding', 'research', 'browser', 'default', 'all'] as const;
@@ -20,9 +21,21 @@ export interface ToolManifestEntry {
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly schemas = new Map<string, Record<string, unknown>>();
+  private readonly gatewayTools = new Map<string, GatewayTool>();
 
-  constructor() {
+  constructor(@Optional() @Inject(GATEWAY_TOOLS) gatewayTools: GatewayTool[] = []) {
     for (const tool of [...FILE_TOOLS, TERMINAL_TOOL]) this.register(tool);
+    for (const tool of gatewayTools) this.registerGatewayTool(tool);
+  }
+
+  /** Registers a tool that runs in the gateway, with the code that runs it. */
+  registerGatewayTool(tool: GatewayTool): void {
+    this.register(tool.definition);
+    this.gatewayTools.set(tool.definition.name, tool);
+  }
+
+  gatewayTool(name: string): GatewayTool | undefined {
+    return this.gatewayTools.get(name);
   }
 
   register(tool: ToolDefinition): void {
