@@ -108,9 +108,11 @@ describe('quotas', () => {
     const t = await stack.createTenant(undefined, { runs_per_minute: 2 });
     const session = await stack.request('POST', '/v1/sessions', { key: t.apiKey, body: {} });
     for (let i = 0; i < 2; i++) {
-      expect((await stack.request('POST', '/v1/runs', { key: t.apiKey, body: { session_id: session.body.id, input: `run ${i}` } })).status).toBe(202);
+      // Queued behind each other: a busy session would otherwise answer 409 first.
+      const body = { session_id: session.body.id, input: `run ${i}`, on_busy: 'enqueue' };
+      expect((await stack.request('POST', '/v1/runs', { key: t.apiKey, body })).status).toBe(202);
     }
-    const over = await stack.request('POST', '/v1/runs', { key: t.apiKey, body: { session_id: session.body.id, input: 'one too many' } });
+    const over = await stack.request('POST', '/v1/runs', { key: t.apiKey, body: { session_id: session.body.id, input: 'one too many', on_busy: 'enqueue' } });
     expectOverLimit(over, 'runs_per_minute', 'rate_limited');
     expect(Number(over.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect(await runsOf(t)).toBe(2);
