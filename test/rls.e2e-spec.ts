@@ -47,6 +47,23 @@ describe('row-level security', () => {
         `INSERT INTO tool_calls (id, tenant_id, run_id, session_id, call_id, name, arguments, status) VALUES ($1, $2, $3, $4, 'c1', 'terminal', '{}', 'completed')`,
         [`tc_${t.tenantId.slice(4, 20)}`, t.tenantId, run.body.id, run.body.session_id],
       );
+      // The gateway-side tools' tables get rows through the API where one exists.
+      const tool = (name: string, args: Record<string, unknown>) =>
+        stack.request('POST', `/v1/sessions/${run.body.session_id}/tools/${name}`, { key: t.apiKey, body: { arguments: args } });
+      expect((await stack.request('POST', '/v1/memory', { key: t.apiKey, body: { content: `fact of ${t.tenantId}` } })).status).toBe(201);
+      expect((await tool('todo', { action: 'add', items: ['one thing'] })).status).toBe(200);
+      expect((await tool('skill', { action: 'write', name: 'rls-skill', content: 'how to test isolation' })).status).toBe(200);
+      const doc = `doc_${t.tenantId.slice(4, 20)}`;
+      await queryDatabase(
+        stack.db.url,
+        `INSERT INTO rag_documents (id, tenant_id, session_id, path, sha256, size_bytes, line_count, chunk_count) VALUES ($1, $2, $3, 'a.txt', 'x', 1, 1, 1)`,
+        [doc, t.tenantId, run.body.session_id],
+      );
+      await queryDatabase(
+        stack.db.url,
+        `INSERT INTO rag_chunks (tenant_id, session_id, document_id, path, start_line, end_line, content, search) VALUES ($1, $2, $3, 'a.txt', 1, 1, 'x', to_tsvector('simple', 'x'))`,
+        [t.tenantId, run.body.session_id, doc],
+      );
     }
   });
   afterAll(() => stack?.stop());
@@ -89,7 +106,9 @@ describe('row-level security', () => {
       for (const p of wider) problems.push(`${t.table}: policy ${p.policy} applies to ${p.roles.join(', ')}`);
     }
     expect(problems).toEqual([]);
-    expect(all.map((t) => t.table)).toEqual(expect.arrayContaining(['api_keys', 'messages', 'run_events', 'runs', 'sandboxes', 'sessions', 'tenants', 'tool_calls']));
+    expect(all.map((t) => t.table)).toEqual(
+      expect.arrayContaining(['api_keys', 'memories', 'messages', 'rag_chunks', 'rag_documents', 'run_events', 'runs', 'sandboxes', 'sessions', 'skills', 'tenants', 'todos', 'tool_calls']),
+    );
     console.log(`tables under forced row-level security: ${all.map((t) => t.table).join(', ')}`);
   });
 
