@@ -1,4 +1,5 @@
 import { PrismaService } from '@app/persistence';
+import type { SandboxBackend } from './sandbox-runtime';
 
 export type SandboxState = 'creating' | 'ready' | 'stopped' | 'removed' | 'failed';
 
@@ -6,21 +7,28 @@ export interface SandboxRecord {
   sessionId: string;
   tenantId: string;
   executorId: string;
+  backend: SandboxBackend;
   containerId: string | null;
+  /** The workspace: a Docker volume name, or a directory for the local backend. */
   volume: string | null;
   state: SandboxState;
 }
 
-/** The executor's rows in `sandboxes`, plus the one question it asks about sessions. */
+/**
+ * The executor's rows in `sandboxes`, plus the questions it asks about sessions. The row
+ * is the durable link between a session and its container: Docker labels cannot change
+ * after creation, so a warm-pool container handed to a session is bound to it only here
+ * (and in the executor's memory).
+ */
 export class SandboxRepository {
   constructor(private readonly db: PrismaService) {}
 
-  /** True when the session exists, is live and belongs to the tenant. */
-  async sessionIsLive(tenantId: string, sessionId: string): Promise<boolean> {
+  /** Whether the session is live for this tenant, and its sandbox row if it has one: one query. */
+  async findForCall(tenantId: string, sessionId: string): Promise<{ live: boolean; record: SandboxRecord | null }> {
     const row = await this.db.tenant(tenantId, (tx) =>
-      tx.session.findFirst({ where: { id: sessionId, tenantId, status: 'active' }, select: { id: true } }),
+      tx.session.findFirst({ where: { id: sessionId, tenantId, status: 'active' }, select: { id: true, sandbox: true } }),
     );
-    return row !== null;
+    return { live: row !== null, record: row?.sandbox ? toRecord(row.sandbox) : null };
   }
 
   async find(tenantId: string, sessionId: string): Promise<SandboxRecord | null> {
@@ -31,6 +39,7 @@ export class SandboxRepository {
   async save(record: SandboxRecord & { error?: string | null }): Promise<void> {
     const data = {
       executorId: record.executorId,
+      backend: record.backend,
       containerId: record.containerId,
       volume: record.volume,
       state: record.state,
@@ -52,13 +61,33 @@ export class SandboxRepository {
     );
   }
 
-  /** Sessions that still want their sandbox: live, and not deleted. Used by the orphan sweep. */
-  async liveSessionIds(sessionIds: string[]): Promise<Set<string>> {
-    if (sessionIds.length === 0) return new Set();
-    const rows = await this.db.system((tx) =>
-      tx.session.findMany({ where: { id: { in: sessionIds }, status: 'active' }, select: { id: true } }),
+  /** The container is gone; `volume` is the workspace kept for the next one, or null. */
+  async markGone(tenantId: string, sessionId: string, state: 'stopped' | 'removed' | 'failed', volume: string | null, error?: string): Promise<void> {
+    await this.db.tenant(tenantId, (tx) =>
+      tx.sandbox.updateMany({
+        where: { sessionId, tenantId },
+        data: { state, containerId: null, volume, error: error ?? null },
+      }),
     );
-    return new Set(rows.map((r) => r.id));
+  }
+
+  /** This executor's sandboxes whose session is live (deployment-wide: for recovery and the sweep). */
+  async liveRowsOf(executorId: string): Promise<SandboxRecord[]> {
+    const rows = await this.db.system((tx) =>
+      tx.sandbox.findMany({ where: { executorId, state: { not: 'removed' }, session: { status: 'active' } } }),
+    );
+    return rows.map(toRecord);
+  }
+
+  /** Rows of sessions deleted while no executor answered, once the sweep removed their sandbox. */
+  async markRemovedWhereSessionGone(executorId: string): Promise<number> {
+    const res = await this.db.system((tx) =>
+      tx.sandbox.updateMany({
+        where: { executorId, state: { not: 'removed' }, session: { status: { not: 'active' } } },
+        data: { state: 'removed', containerId: null, volume: null },
+      }),
+    );
+    return res.count;
   }
 }
 
@@ -66,6 +95,7 @@ function toRecord(row: {
   sessionId: string;
   tenantId: string;
   executorId: string;
+  backend: string;
   containerId: string | null;
   volume: string | null;
   state: string;
@@ -74,6 +104,7 @@ function toRecord(row: {
     sessionId: row.sessionId,
     tenantId: row.tenantId,
     executorId: row.executorId,
+    backend: row.backend === 'local' ? 'local' : 'docker',
     containerId: row.containerId,
     volume: row.volume,
     state: row.state as SandboxState,

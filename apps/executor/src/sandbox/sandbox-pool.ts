@@ -1,0 +1,135 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { AgentChannel } from './agent-channel';
+import { DockerSandboxDriver, workspaceVolumeOf } from './docker-sandbox.driver';
+import { LABEL } from './sandbox-labels';
+
+export interface PooledSandbox {
+  name: string;
+  containerId: string;
+  volume: string;
+  /** Attached while the container waited, so handing it out costs no exec at all. */
+  channel: AgentChannel;
+}
+
+const RETRY_AFTER_FAILURE_MS = 5_000;
+
+/**
+ * Warm containers, started and attached ahead of demand, handed to sessions on their first
+ * call. They are made exactly like any sandbox (same driver, same hardening) and carry the
+ * label `runbox.pool=true`. Docker labels cannot change later, so a pooled container keeps
+ * that label (and gets no session label) after it is handed out: its binding to a session
+ * and tenant lives in the `sandboxes` row and in this process. The pool therefore keeps
+ * track of every container it made until it is destroyed, so the orphan sweep can tell a
+ * handed-out pool container from a leftover of an earlier process.
+ *
+ * Refilling is one container at a time, so a burst of new sessions on a small host is
+ * not slowed further by a burst of pool creations.
+ */
+export class SandboxPool {
+  private readonly idle: PooledSandbox[] = [];
+  private readonly creating = new Set<string>();
+  /** Handed to a session, not destroyed yet: container id → volume. */
+  private readonly handedOut = new Map<string, string>();
+  private closed = false;
+  private retryTimer?: NodeJS.Timeout;
+
+  constructor(
+    readonly size: number,
+    private readonly driver: DockerSandboxDriver,
+    private readonly logger: Logger,
+    private readonly attachTimeoutMs = 15_000,
+  ) {}
+
+  /** Containers ready to hand out right now. */
+  get ready(): number {
+    return this.idle.length;
+  }
+
+  /** A ready container, or undefined when none is; either way the pool refills behind. */
+  take(): PooledSandbox | undefined {
+    let taken: PooledSandbox | undefined;
+    while (!taken && this.idle.length > 0) {
+      const candidate = this.idle.shift()!;
+      if (candidate.channel.isOpen) taken = candidate;
+      else void this.discard(candidate, 'its channel closed while it waited');
+    }
+    if (taken) this.handedOut.set(taken.containerId, taken.volume);
+    this.refill();
+    return taken;
+  }
+
+  /** Called when a sandbox is destroyed: whatever it was, the pool no longer answers for it. */
+  forget(containerId: string): void {
+    this.handedOut.delete(containerId);
+  }
+
+  /** Names, ids and volumes of every container the pool made and nobody destroyed yet. */
+  owned(): { containers: Set<string>; volumes: Set<string> } {
+    const containers = new Set<string>();
+    const volumes = new Set<string>();
+    for (const s of this.idle) {
+      containers.add(s.containerId).add(s.name);
+      volumes.add(s.volume);
+    }
+    for (const name of this.creating) {
+      containers.add(name);
+      volumes.add(workspaceVolumeOf(name));
+    }
+    for (const [id, volume] of this.handedOut) {
+      containers.add(id);
+      volumes.add(volume);
+    }
+    return { containers, volumes };
+  }
+
+  refill(): void {
+    if (this.closed || this.retryTimer || this.creating.size > 0 || this.idle.length >= this.size) return;
+    const name = `runbox-pool-${randomBytes(6).toString('hex')}`;
+    this.creating.add(name);
+    void this.createOne(name);
+  }
+
+  /** Stops refilling and removes the containers still waiting (they hold nothing of anyone's). */
+  async drain(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const waiting = this.idle.splice(0);
+    await Promise.all(waiting.map((s) => this.discard(s, 'the executor is stopping')));
+  }
+
+  private async createOne(name: string): Promise<void> {
+    let created: { containerId: string; volume: string } | undefined;
+    try {
+      created = await this.driver.create(name, { [LABEL.pool]: 'true' });
+      const channel = await this.driver.attach(created.containerId);
+      await channel.ready(this.attachTimeoutMs);
+      const sandbox = { name, ...created, channel };
+      // Registered before `creating` forgets the name, so the sweep always knows it.
+      if (this.closed) await this.discard(sandbox, 'the executor is stopping');
+      else this.idle.push(sandbox);
+    } catch (err) {
+      this.logger.error({ err, container: name }, 'warm pool: could not start a container; retrying shortly');
+      if (created) await this.driver.remove(created).catch(() => undefined);
+      if (!this.closed) {
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          this.refill();
+        }, RETRY_AFTER_FAILURE_MS);
+        this.retryTimer.unref();
+      }
+    } finally {
+      this.creating.delete(name);
+    }
+    this.refill();
+  }
+
+  private async discard(sandbox: PooledSandbox, why: string): Promise<void> {
+    sandbox.channel.close(why);
+    try {
+      await this.driver.remove(sandbox);
+    } catch (err) {
+      this.logger.warn({ err, container: sandbox.name }, 'warm pool: removing a container failed; the sweep will retry');
+    }
+  }
+}
