@@ -28,7 +28,7 @@ const RETRY_AFTER_FAILURE_MS = 5_000;
  */
 export class SandboxPool {
   private readonly idle: PooledSandbox[] = [];
-  private readonly creating = new Set<string>();
+  private readonly creating = new Map<string, Promise<void>>();
   /** Handed to a session, not destroyed yet: container id → volume. */
   private readonly handedOut = new Map<string, string>();
   private closed = false;
@@ -72,7 +72,7 @@ export class SandboxPool {
       containers.add(s.containerId).add(s.name);
       volumes.add(s.volume);
     }
-    for (const name of this.creating) {
+    for (const name of this.creating.keys()) {
       containers.add(name);
       volumes.add(workspaceVolumeOf(name));
     }
@@ -86,16 +86,18 @@ export class SandboxPool {
   refill(): void {
     if (this.closed || this.retryTimer || this.creating.size > 0 || this.idle.length >= this.size) return;
     const name = `runbox-pool-${randomBytes(6).toString('hex')}`;
-    this.creating.add(name);
-    void this.createOne(name);
+    this.creating.set(name, this.createOne(name));
   }
 
-  /** Stops refilling and removes the containers still waiting (they hold nothing of anyone's). */
+  /**
+   * Stops refilling and removes the containers still waiting (they hold nothing of
+   * anyone's), including one being made right now.
+   */
   async drain(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
     const waiting = this.idle.splice(0);
-    await Promise.all(waiting.map((s) => this.discard(s, 'the executor is stopping')));
+    await Promise.all([...waiting.map((s) => this.discard(s, 'the executor is stopping')), ...this.creating.values()]);
   }
 
   private async createOne(name: string): Promise<void> {

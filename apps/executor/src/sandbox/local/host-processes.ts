@@ -19,10 +19,10 @@ export function findAgentScript(from: string = __dirname): string {
  * is left. The local agent and everything it starts inherit its RUNBOX_AGENT_SOCKET, so
  * this reaches background jobs too, although each sits in its own process group.
  */
-export async function killProcessesMarked(marker: string, rounds = 5): Promise<number> {
+export async function killProcessesMarked(marker: string, options: { prefix?: boolean } = {}): Promise<number> {
   let killed = 0;
-  for (let round = 0; round < rounds; round++) {
-    const pids = await processesMarked(marker);
+  for (let round = 0; round < 5; round++) {
+    const pids = await processesMarked(marker, options);
     if (pids.length === 0) break;
     for (const pid of pids) {
       try {
@@ -37,8 +37,9 @@ export async function killProcessesMarked(marker: string, rounds = 5): Promise<n
   return killed;
 }
 
-export async function processesMarked(marker: string): Promise<number[]> {
-  const needle = Buffer.from(`\0${marker}\0`);
+/** Pids whose environment has `marker` as a whole entry (or, with `prefix`, an entry starting with it). */
+export async function processesMarked(marker: string, options: { prefix?: boolean } = {}): Promise<number[]> {
+  const needle = Buffer.from(options.prefix ? `\0${marker}` : `\0${marker}\0`);
   const pids: number[] = [];
   for (const name of await readdir('/proc')) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
