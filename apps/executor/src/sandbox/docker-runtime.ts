@@ -24,12 +24,12 @@ export class DockerRuntime implements SandboxRuntime {
     this.pool.refill();
   }
 
+  takeWarm(): ProvisionedSandbox | undefined {
+    const warm = this.pool.take();
+    return warm && { containerId: warm.containerId, volume: warm.volume, channel: warm.channel };
+  }
+
   async provision(tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
-    // A kept workspace needs a container of its own; a new session takes a warm one.
-    if (!workspace) {
-      const warm = this.pool.take();
-      if (warm) return { containerId: warm.containerId, volume: warm.volume, channel: warm.channel, fromPool: true };
-    }
     const labels = { [LABEL.session]: sessionId, [LABEL.tenant]: tenantId };
     return this.driver.create(containerName(sessionId), labels, workspace ?? undefined);
   }

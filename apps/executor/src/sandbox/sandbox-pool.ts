@@ -13,6 +13,7 @@ export interface PooledSandbox {
 }
 
 const RETRY_AFTER_FAILURE_MS = 5_000;
+const REFILL_DELAY_MS = 250;
 
 /**
  * Warm containers, started and attached ahead of demand, handed to sessions on their first
@@ -23,8 +24,8 @@ const RETRY_AFTER_FAILURE_MS = 5_000;
  * track of every container it made until it is destroyed, so the orphan sweep can tell a
  * handed-out pool container from a leftover of an earlier process.
  *
- * Refilling is one container at a time, so a burst of new sessions on a small host is
- * not slowed further by a burst of pool creations.
+ * Refilling is one container at a time and starts a moment after a hand-out, so a burst
+ * of new sessions on a small host is not slowed further by a burst of pool creations.
  */
 export class SandboxPool {
   private readonly idle: PooledSandbox[] = [];
@@ -33,6 +34,7 @@ export class SandboxPool {
   private readonly handedOut = new Map<string, string>();
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
+  private refillTimer?: NodeJS.Timeout;
 
   constructor(
     readonly size: number,
@@ -55,7 +57,9 @@ export class SandboxPool {
       else void this.discard(candidate, 'its channel closed while it waited');
     }
     if (taken) this.handedOut.set(taken.containerId, taken.volume);
-    this.refill();
+    // Not at once: on a small host a container start competes for the CPU with the
+    // session's first command, which is what the pool exists to make fast.
+    this.refillSoon();
     return taken;
   }
 
@@ -83,6 +87,15 @@ export class SandboxPool {
     return { containers, volumes };
   }
 
+  private refillSoon(): void {
+    if (this.refillTimer || this.closed) return;
+    this.refillTimer = setTimeout(() => {
+      this.refillTimer = undefined;
+      this.refill();
+    }, REFILL_DELAY_MS);
+    this.refillTimer.unref();
+  }
+
   refill(): void {
     if (this.closed || this.retryTimer || this.creating.size > 0 || this.idle.length >= this.size) return;
     const name = `runbox-pool-${randomBytes(6).toString('hex')}`;
@@ -96,6 +109,7 @@ export class SandboxPool {
   async drain(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    clearTimeout(this.refillTimer);
     const waiting = this.idle.splice(0);
     await Promise.all([...waiting.map((s) => this.discard(s, 'the executor is stopping')), ...this.creating.values()]);
   }
@@ -106,6 +120,11 @@ export class SandboxPool {
       created = await this.driver.create(name, { [LABEL.pool]: 'true' });
       const channel = await this.driver.attach(created.containerId);
       await channel.ready(this.attachTimeoutMs);
+      // One no-op command warms the agent's terminal path (runner script, state file, job
+      // folder), so a session's first command costs what every later one does. The state
+      // it leaves is the same a fresh container's first command would leave.
+      const warmUp = await channel.call('terminal', { command: 'true', max_output_chars: 1_000 }, this.attachTimeoutMs);
+      if (warmUp.is_error) throw new Error(`warm-up command failed: ${warmUp.output}`);
       const sandbox = { name, ...created, channel };
       // Registered before `creating` forgets the name, so the sweep always knows it.
       if (this.closed) await this.discard(sandbox, 'the executor is stopping');

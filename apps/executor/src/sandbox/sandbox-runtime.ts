@@ -14,8 +14,6 @@ export interface SandboxRef {
 /** A sandbox a runtime has just made, possibly with its channel already open. */
 export interface ProvisionedSandbox extends SandboxRef {
   channel?: AgentChannel;
-  /** True when it came out of the warm pool. */
-  fromPool?: boolean;
 }
 
 /** What the orphan sweep must leave alone: everything a live session still owns. */
@@ -34,6 +32,8 @@ export interface SandboxRuntime {
   readonly backend: SandboxBackend;
   /** Starts background work (filling the warm pool). */
   start(): void;
+  /** A ready sandbox out of the warm pool for a new session, or undefined when none waits. */
+  takeWarm(): ProvisionedSandbox | undefined;
   /** A new sandbox for the session, on `workspace` when an earlier one's was kept. */
   provision(tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox>;
   isAlive(ref: SandboxRef): Promise<boolean>;

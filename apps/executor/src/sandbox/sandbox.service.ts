@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
 import { KeyedLock } from './keyed-lock';
 import { SandboxRepository } from './sandbox.repository';
-import { SandboxBackend, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
+import { ProvisionedSandbox, SandboxBackend, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
 
 export class SessionNotFoundError extends Error {
   constructor(sessionId: string) {
@@ -129,13 +129,19 @@ export class SandboxService {
   /**
    * At start-up: takes back the sandboxes this executor made before it restarted. Their
    * agents kept running (shell state, background jobs); the channel opens on the next call.
-   * One that did not survive (host reboot) is marked stopped, its workspace kept.
+   * One that did not survive (host reboot), or whose creation the restart interrupted, is
+   * marked stopped with its workspace kept; the sweep that follows removes any leftovers.
    */
   async recover(): Promise<number> {
     let adopted = 0;
     for (const record of await this.repo.liveRowsOf(this.executorId)) {
       const runtime = this.runtimes.get(record.backend);
-      if (record.state !== 'ready' || !runtime || this.live.has(record.sessionId)) continue;
+      if (!runtime || this.live.has(record.sessionId)) continue;
+      if (record.state === 'creating') {
+        await this.repo.markGone(record.tenantId, record.sessionId, 'stopped', record.volume);
+        continue;
+      }
+      if (record.state !== 'ready') continue;
       if (await runtime.isAlive(record)) {
         this.remember(record, record);
         adopted++;
@@ -236,23 +242,29 @@ export class SandboxService {
     const { tenantId, sessionId, backend } = target;
     const started = this.now();
     const row = { tenantId, sessionId, backend, executorId: this.executorId };
-    // The 'creating' row is written while the sandbox starts, not before: a warm one is ready at once.
-    const [provisioned, saved] = await Promise.allSettled([
-      runtime.provision(tenantId, sessionId, workspace),
-      this.repo.save({ ...row, containerId: null, volume: workspace, state: 'creating' }),
-    ]);
+    // A new session takes a warm sandbox when one waits: ready at once, no 'creating' step.
+    const warm = workspace === null ? runtime.takeWarm() : undefined;
+    let provisioned: ProvisionedSandbox | undefined = warm;
     try {
-      if (provisioned.status === 'rejected') throw provisioned.reason;
-      if (saved.status === 'rejected') throw saved.reason;
-      const { channel, fromPool, ...ref } = provisioned.value;
+      if (!provisioned) {
+        // The 'creating' row is written while the sandbox starts, not before it.
+        const [made, saved] = await Promise.allSettled([
+          runtime.provision(tenantId, sessionId, workspace),
+          this.repo.save({ ...row, containerId: null, volume: workspace, state: 'creating' }),
+        ]);
+        if (made.status === 'fulfilled') provisioned = made.value;
+        else throw made.reason;
+        if (saved.status === 'rejected') throw saved.reason;
+      }
+      const { channel, ...ref } = provisioned;
       await this.repo.save({ ...row, ...ref, state: 'ready' });
       const sandbox = this.remember(target, ref);
       sandbox.channel = channel;
-      this.logger.info({ tenantId, sessionId, backend, containerId: ref.containerId, fromPool: !!fromPool, ms: this.now() - started }, 'sandbox ready');
+      this.logger.info({ tenantId, sessionId, backend, containerId: ref.containerId, warm: !!warm, ms: this.now() - started }, 'sandbox ready');
       return sandbox;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (provisioned.status === 'fulfilled') await runtime.destroy(provisioned.value, workspace !== null).catch(() => undefined);
+      if (provisioned) await runtime.destroy(provisioned, workspace !== null).catch(() => undefined);
       await this.repo.markGone(tenantId, sessionId, 'failed', workspace, message).catch(() => undefined);
       this.logger.error({ tenantId, sessionId, err }, 'sandbox creation failed');
       throw new SandboxUnavailableError(`could not start the sandbox: ${message}`);

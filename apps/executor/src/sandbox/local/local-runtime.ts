@@ -41,6 +41,10 @@ export class LocalRuntime implements SandboxRuntime {
 
   start(): void {}
 
+  takeWarm(): undefined {
+    return undefined; // no pool: a local agent starts in a few milliseconds
+  }
+
   async provision(_tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
     const dir = this.inside(workspace ?? join(this.root, sessionId));
     const paths = agentPaths(dir);
