@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
-import { DockerSandboxDriver, workspaceVolumeOf } from './docker-sandbox.driver';
+import { DockerSandboxDriver, OwnedContainer } from './docker-sandbox.driver';
 import { LABEL } from './sandbox-labels';
 import { SandboxPool } from './sandbox-pool';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
@@ -55,27 +55,16 @@ export class DockerRuntime implements SandboxRuntime {
     if (ref.containerId) this.pool.forget(ref.containerId);
   }
 
-  /** Removes the leftovers of a session this executor has no record of (a crash mid-creation). */
-  async destroyByName(sessionId: string): Promise<void> {
-    const name = containerName(sessionId);
-    await this.driver.remove({ containerId: name, volume: workspaceVolumeOf(name) });
-  }
-
   async sweep(wanted: () => Promise<WantedResources>): Promise<number> {
     const [containers, volumes] = await Promise.all([this.driver.listOwned(), this.driver.listOwnedVolumes()]);
     // Read after listing: whatever was made before the listing is known by now.
     const want = await wanted();
     const pool = this.pool.owned();
     const busy = (sessionId?: string) => sessionId !== undefined && want.busySessions.has(sessionId);
-    const kept = containers.filter(
-      (c) =>
-        want.containers.has(c.containerId) ||
-        pool.containers.has(c.containerId) ||
-        pool.containers.has(c.name) ||
-        busy(c.sessionId),
-    );
-    const doomed = containers.filter((c) => !kept.includes(c));
-    const mounted = new Set(kept.map((c) => c.volume));
+    const wantedContainer = (c: OwnedContainer) =>
+      want.containers.has(c.containerId) || pool.containers.has(c.containerId) || pool.containers.has(c.name) || busy(c.sessionId);
+    const doomed = containers.filter((c) => !wantedContainer(c));
+    const mounted = new Set(containers.filter(wantedContainer).map((c) => c.volume));
     const doomedVolumes = volumes.filter(
       (v) => !want.volumes.has(v.name) && !pool.volumes.has(v.name) && !mounted.has(v.name) && !busy(v.sessionId),
     );
