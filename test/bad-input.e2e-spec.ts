@@ -6,7 +6,8 @@ describe('bad input', () => {
   let tenant: TenantCredentials;
 
   beforeAll(async () => {
-    stack = await new TestStack({ executor: false }).start();
+    stack = new TestStack({ executor: false });
+    await stack.start();
     tenant = await stack.createTenant();
   });
   afterAll(() => stack?.stop());
@@ -80,5 +81,15 @@ describe('bad input', () => {
     const ready = await stack.request('GET', '/readyz');
     expect(ready.status).toBe(503);
     expect(ready.body.checks.executor).toBe('down');
+  });
+
+  it('exposes Prometheus metrics labelled by route pattern, not by raw path', async () => {
+    await stack.request('GET', '/v1/sessions/ses_0000000000000000000001', { key: tenant.apiKey });
+    const res = await fetch(`${stack.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toMatch(/runbox_http_requests_total\{method="GET",route="\/v1\/sessions\/:id",status="404"\} [1-9]/);
+    expect(text).not.toContain('ses_0000000000000000000001');
+    expect(text).toContain('runbox_gateway_process_cpu_seconds_total');
   });
 });

@@ -14,7 +14,8 @@ describe('walking skeleton', () => {
 
   beforeAll(async () => {
     const modelUrl = await model.start();
-    stack = await new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_MODEL_API_KEY: 'sk-test-secret' } }).start();
+    stack = new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_MODEL_API_KEY: 'sk-test-secret' } });
+    await stack.start();
     tenant = await stack.createTenant();
   });
 
@@ -124,6 +125,41 @@ describe('walking skeleton', () => {
     expect((await stack.request('GET', `/v1/sessions/${session.body.id}`, { key: tenant.apiKey })).status).toBe(200);
   });
 
+  it('ends the run failed with a readable error when the sandbox container dies mid-call', async () => {
+    const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
+    // Create the sandbox first, so the test can find and kill its container.
+    await stack.request('POST', `/v1/sessions/${session.body.id}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command: 'true' } } });
+    const [container] = await docker.listContainers({ filters: { label: [`runbox.session=${session.body.id}`] } });
+    model.enqueue({ toolCalls: [{ name: 'terminal', arguments: { command: 'touch started && sleep 60' } }] });
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { session_id: session.body.id, input: 'wait' } });
+    // Calls on one sandbox run concurrently, so a direct call can watch the run's command start.
+    await waitUntil(async () => {
+      const probe = await stack.request('POST', `/v1/sessions/${session.body.id}/tools/list_files`, { key: tenant.apiKey, body: { arguments: {} } });
+      return probe.status === 200 && /started/.test(probe.body.output);
+    });
+    await docker.getContainer(container.Id).kill();
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id);
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(/sandbox container died/);
+    // The next call gets a fresh container on the same workspace volume.
+    const next = await stack.request('POST', `/v1/sessions/${session.body.id}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command: 'ls started' } } });
+    expect(next.status).toBe(200);
+    expect(next.body.output).toContain('started');
+  });
+
+  it('ends the run failed with a readable error when no executor answers', async () => {
+    await stack.stopExecutor();
+    try {
+      model.enqueue({ toolCalls: [{ name: 'terminal', arguments: { command: 'true' } }] });
+      const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'x' } });
+      const run = await stack.waitForRun(tenant.apiKey, created.body.id);
+      expect(run.status).toBe('failed');
+      expect(run.error).toMatch(/no executor is serving/);
+    } finally {
+      await stack.startExecutor();
+    }
+  });
+
   it('ends the run failed with a readable error when the model provider fails', async () => {
     model.enqueue({ status: 400, body: '{"error":{"message":"model not found: nope"}}' });
     const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'x', model: 'nope' } });
@@ -132,3 +168,11 @@ describe('walking skeleton', () => {
     expect(run.error).toMatch(/HTTP 400.*model not found/);
   });
 });
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

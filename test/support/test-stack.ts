@@ -41,7 +41,8 @@ export class TestStack {
   constructor(private readonly options: StackOptions = {}) {}
 
   async start(): Promise<this> {
-    [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
+    this.nats = await startNats();
+    this.db = await createTestDatabase();
     this.config = loadConfig({
       DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
@@ -116,6 +117,7 @@ export class TestStack {
     }
   }
 
+  /** Safe after a partial start: stops whatever did start. */
   async stop(): Promise<void> {
     await this.gateway?.close();
     await this.stopExecutor();

@@ -8,6 +8,8 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { HttpErrorFilter } from './common/http-error.filter';
 import { GatewayModule } from './gateway.module';
+import { httpMetricsMiddleware } from './metrics/http-metrics.middleware';
+import { MetricsService } from './metrics/metrics.service';
 
 /**
  * Builds the HTTP app exactly as production runs it; main.ts and the end-to-end tests both
@@ -20,6 +22,7 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   });
   const logger = app.get<Logger>(LOGGER);
   app.useLogger(new PinoNestLogger(logger));
+  app.use(httpMetricsMiddleware(app.get(MetricsService)));
   const errors = new HttpErrorFilter(logger);
   app.useGlobalFilters(errors);
   // Our own JSON parser, so a malformed or oversized body is answered by the same filter

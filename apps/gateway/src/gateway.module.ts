@@ -8,6 +8,8 @@ import { AdminGuard } from './auth/admin.guard';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthService } from './auth/auth.service';
 import { HealthController } from './health/health.controller';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsService } from './metrics/metrics.service';
 import { ModelsModule } from './models/models.module';
 import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
@@ -57,8 +59,9 @@ class InfrastructureModule implements OnApplicationShutdown {
 
 @Module({
   imports: [InfrastructureModule, ModelsModule],
-  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController],
+  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController, MetricsController],
   providers: [
+    MetricsService,
     AuthService,
     ApiKeyGuard,
     AdminGuard,

@@ -25,7 +25,7 @@ describe('hardenedContainerSpec', () => {
       MemorySwap: 512 << 20,
       NanoCpus: 2e9,
       PidsLimit: 99,
-      Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m,mode=1777' },
+      Tmpfs: { '/tmp': 'rw,exec,nosuid,nodev,size=64m,mode=1777' },
     });
     expect(spec.HostConfig?.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'runbox-ses_1-ws', Target: '/workspace', VolumeOptions: expect.objectContaining({ Labels: { a: 'b' } }) }),

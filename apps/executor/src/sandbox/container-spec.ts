@@ -21,7 +21,7 @@ export function hardenedContainerSpec(name: string, labels: Record<string, strin
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${policy.tmpfsSizeMb}m,mode=1777` },
+      Tmpfs: { '/tmp': `rw,exec,nosuid,nodev,size=${policy.tmpfsSizeMb}m,mode=1777` },
       // Docker creates the volume with these labels when it does not exist yet, and mounts
       // a kept one as it is: one API call instead of two on the cold path.
       Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE, VolumeOptions: { NoCopy: false, Labels: labels, DriverConfig: { Name: 'local', Options: {} } } }],

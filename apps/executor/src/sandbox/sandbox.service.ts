@@ -99,11 +99,16 @@ export class SandboxService {
   async diagnose(tenantId: string, sessionId: string): Promise<'alive' | 'dead'> {
     const sandbox = this.live.get(sessionId);
     if (!sandbox || sandbox.tenantId !== tenantId) return 'dead';
-    if (await this.runtime(sandbox.backend).isAlive(sandbox.ref)) return 'alive';
+    const runtime = this.runtime(sandbox.backend);
+    // The channel breaks a moment before Docker reports the container gone; look twice.
+    if (await runtime.isAlive(sandbox.ref)) {
+      await settle(500);
+      if (await runtime.isAlive(sandbox.ref)) return 'alive';
+    }
     await this.lifecycle.run(sessionId, async () => {
       if (this.live.get(sessionId) !== sandbox) return;
       this.forget(sandbox, 'the sandbox died');
-      await this.runtime(sandbox.backend).destroy(sandbox.ref, true);
+      await runtime.destroy(sandbox.ref, true);
       await this.repo.markGone(tenantId, sessionId, 'failed', sandbox.ref.volume, 'the sandbox stopped unexpectedly');
     });
     return 'dead';
@@ -348,4 +353,8 @@ function mismatch(target: CallTarget, actual: SandboxBackend): BackendMismatchEr
   return new BackendMismatchError(
     `session ${target.sessionId} has its sandbox on the ${actual} backend; this call asked for ${target.backend}`,
   );
+}
+
+function settle(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -18,6 +18,11 @@ which the server re-encodes the same way, so tabs, CRLF, lone CR and even invali
 come back unaltered and a region can be used verbatim as an edit_file anchor. Notes the
 tool adds sit on lines of their own starting with "…".
 
+Byte cap. read_file reads at most the first 400 KB of a file and counts only the lines
+that start there (the header then says "of ≥N"); paging to a line past the cap is refused
+and points at grep, which searches files up to 8 MB. Reading the whole file to count its
+lines would make every read of a huge log cost the whole log.
+
 Budget. The server cuts every output at max_output_chars; read_file and list_files stop
 at a line/entry boundary before that (with a continuation note) so the cut never lands
 inside a line the model might copy.
@@ -62,7 +67,7 @@ _REQUIRED = object()
 
 # --------------------------------------------------------------------------- arguments
 
-def _bad_arg(name, message):
+def bad_arg(name, message):
     return ToolError("invalid arguments: `%s` %s" % (name, message), code="invalid_arguments", field=name)
 
 
@@ -70,13 +75,13 @@ def arg_str(args, name, default=_REQUIRED, allow_empty=False):
     value = args.get(name)
     if value is None:
         if default is _REQUIRED:
-            raise _bad_arg(name, "is required (a string)")
+            raise bad_arg(name, "is required (a string)")
         return default
     if not isinstance(value, str):
-        raise _bad_arg(name, "must be a string, got %s" % type(value).__name__)
+        raise bad_arg(name, "must be a string, got %s" % type(value).__name__)
     if not value and not allow_empty:
         if default is _REQUIRED:
-            raise _bad_arg(name, "must not be empty")
+            raise bad_arg(name, "must not be empty")
         return default
     return value
 
@@ -89,11 +94,11 @@ def arg_int(args, name, default, minimum=0, maximum=None):
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad_arg(name, "must be an integer, got %s" % type(value).__name__)
+        raise bad_arg(name, "must be an integer, got %s" % type(value).__name__)
     if value < minimum:
-        raise _bad_arg(name, "must be at least %d, got %d" % (minimum, value))
+        raise bad_arg(name, "must be at least %d, got %d" % (minimum, value))
     if maximum is not None and value > maximum:
-        raise _bad_arg(name, "must be at most %d, got %d" % (maximum, value))
+        raise bad_arg(name, "must be at most %d, got %d" % (maximum, value))
     return value
 
 
@@ -102,7 +107,7 @@ def arg_bool(args, name, default=False):
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise _bad_arg(name, "must be true or false, got %s" % type(value).__name__)
+        raise bad_arg(name, "must be true or false, got %s" % type(value).__name__)
     return value
 
 
@@ -134,7 +139,7 @@ def workspace_root():
     return os.path.abspath(os.environ.get("RUNBOX_WORKSPACE") or DEFAULT_WORKSPACE)
 
 
-def _components(text):
+def split_components(text):
     """'a//b/./c/..' -> ['a', 'b', 'c', '..']: lexical only; '..' is left to the walk."""
     return [c for c in text.split("/") if c not in ("", ".")]
 
@@ -166,10 +171,10 @@ def check_path_text(path):
 def workspace_components(path, root, label=None):
     """Components of `path` relative to the workspace root; absolute paths must lie inside it."""
     if not path.startswith("/"):
-        return _components(path)
-    comps = _components(path)
+        return split_components(path)
+    comps = split_components(path)
     for base in (root, os.path.realpath(root)):
-        base_comps = _components(base)
+        base_comps = split_components(base)
         if comps[:len(base_comps)] == base_comps:
             return comps[len(base_comps):]
     raise _outside(label or path)
@@ -180,7 +185,7 @@ def display_path(path):
     try:
         comps = workspace_components(path, workspace_root())
     except ToolError:
-        comps = _components(path)
+        comps = split_components(path)
     return "/".join(comps) or "."
 
 
@@ -284,7 +289,14 @@ def _walk(r, pending, root, make_dirs):
             hops += 1
             if hops > MAX_SYMLINK_HOPS:
                 raise _invalid(r.given, "too many levels of symbolic links (a loop?)")
-            _splice_link(r, pending, comp, here, root)
+            try:
+                target = os.readlink(comp, dir_fd=r.dir_fd)
+            except OSError as e:
+                if e.errno not in (errno.ENOENT, errno.EINVAL):
+                    raise
+                pending.appendleft((comp, link))  # replaced since the stat: look again (hops bound this)
+                continue
+            _splice_link(r, pending, target, here, root)
             continue
         if stat.S_ISDIR(st.st_mode):
             _enter_dir(r, comp, here)
@@ -296,8 +308,7 @@ def _walk(r, pending, root, make_dirs):
     r.kind = "dir"
 
 
-def _splice_link(r, pending, comp, here, root):
-    target = os.readlink(comp, dir_fd=r.dir_fd)
+def _splice_link(r, pending, target, here, root):
     label = "%s -> %s" % (here, target)
     if "\x00" in target or not target:
         raise _invalid(r.given, "symbolic link %s has an unusable target" % label)
@@ -310,7 +321,7 @@ def _splice_link(r, pending, comp, here, root):
             os.close(r.fds.pop())
         del r.parts[:]
     else:
-        comps = _components(target)
+        comps = split_components(target)
     pending.extendleft((c, label) for c in reversed(comps))
 
 
@@ -564,7 +575,7 @@ def _webp_size(data):
 def _read_image(display, kind, data, size):
     dims = image_size(kind, data)
     dims_text = "%dx%d" % dims if dims else "size unknown"
-    out = "%s — %s image, %s, %d bytes\n\n… image pixels are not returned as text; this is the format and size only" % (
+    out = "%s — %s image, %s, %d bytes\n\n… image pixels are not returned as text, only the format and size" % (
         display, kind, dims_text, size)
     meta = dict(path=display, kind="image", format=kind, size_bytes=size)
     if dims:
@@ -610,11 +621,11 @@ def _page_selection(pages_arg, count):
         for piece in pages_arg.split(","):
             m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?", piece)
             if not m:
-                raise _bad_arg("pages", 'must look like "3", "1-5" or "1-3,7", got %r' % pages_arg)
+                raise bad_arg("pages", 'must look like "3", "1-5" or "1-3,7", got %r' % pages_arg)
             lo = int(m.group(1))
             hi = lo if m.group(2) is None else (int(m.group(2)) if m.group(2) else count)
             if lo < 1 or hi < lo:
-                raise _bad_arg("pages", "has an empty or invalid range %r" % piece.strip())
+                raise bad_arg("pages", "has an empty or invalid range %r" % piece.strip())
             wanted.extend(n for n in range(lo, hi + 1) if n not in wanted)
         if not wanted or wanted[0] > count:
             raise ToolError("pages %r is past the end of the document, which has %d pages" % (pages_arg, count),
@@ -910,7 +921,7 @@ def _encode_text(text, field):
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        raise _bad_arg(field, "contains characters that cannot be encoded as UTF-8")
+        raise bad_arg(field, "contains characters that cannot be encoded as UTF-8")
 
 
 @OPS.register("write_file")
@@ -918,7 +929,7 @@ def write_file(args, request_id=None):
     path = arg_str(args, "path")
     content = arg_str(args, "content", allow_empty=True)
     if path.endswith("/"):
-        raise _bad_arg("path", "must name a file, not end with '/'")
+        raise bad_arg("path", "must name a file, not end with '/'")
     data = _encode_text(content, "content")
     with resolve(path, make_dirs=True) as r:
         if r.kind == "dir":
@@ -972,9 +983,9 @@ def edit_file(args, request_id=None):
     new_text = arg_str(args, "new_string", allow_empty=True)
     replace_all = arg_bool(args, "replace_all", False)
     if old_text == "":
-        raise _bad_arg("old_string", "must not be empty; to create or replace a whole file use write_file")
+        raise bad_arg("old_string", "must not be empty; to create or replace a whole file use write_file")
     if old_text == new_text:
-        raise _bad_arg("new_string", "is identical to old_string; there is nothing to change")
+        raise bad_arg("new_string", "is identical to old_string; there is nothing to change")
     old, new = _encode_text(old_text, "old_string"), _encode_text(new_text, "new_string")
     with resolve_file(path) as r, _lock_for(r):
         # Read under the lock: a writer that renamed a new version in first must be seen.

@@ -27,8 +27,8 @@ import time
 
 from .registry import OPS, ToolError
 from .files import (
-    arg_bool, arg_int, arg_str, display_path, join_display, output_budget, resolve, result,
-    search_timeout, workspace_components, workspace_root, check_path_text, open_regular, _bad_arg,
+    arg_bool, arg_int, arg_str, bad_arg, check_path_text, display_path, join_display, open_regular,
+    output_budget, resolve, result, search_timeout, split_components, workspace_components, workspace_root,
 )
 
 GLOB_DEFAULT_LIMIT = 100
@@ -71,8 +71,8 @@ def paginate(entries, offset, head_limit, budget, footer_for):
         i += 1
     next_offset = i if i < len(entries) else None
     footer = footer_for(next_offset, len(page))
-    text = "\n".join(page)
-    return (text + ("\n\n" + footer if footer else "")), len(page), next_offset
+    text = "\n".join(page + ([""] if page and footer else []) + ([footer] if footer else []))
+    return text, len(page), next_offset
 
 
 def page_footer(offset, shown, total, next_offset, partial_note, at_least=False, extra=""):
@@ -151,7 +151,7 @@ def expand_braces(pattern, limit=256):
                         for tail in expand_braces(pattern[:start] + opt + pattern[i + 1:], limit):
                             out.append(tail)
                             if len(out) > limit:
-                                raise _bad_arg("pattern", "expands to more than %d alternatives" % limit)
+                                raise bad_arg("pattern", "expands to more than %d alternatives" % limit)
                     return out
         i += 1
     return [pattern]
@@ -301,7 +301,7 @@ def glob(args, request_id=None):
     pattern = arg_str(args, "pattern")
     sort = arg_str(args, "sort", "mtime")
     if sort not in ("mtime", "path"):
-        raise _bad_arg("sort", 'must be "mtime" (newest first) or "path", got %r' % sort)
+        raise bad_arg("sort", 'must be "mtime" (newest first) or "path", got %r' % sort)
     arg_int(args, "head_limit", GLOB_DEFAULT_LIMIT, minimum=0)
     arg_int(args, "offset", 0, minimum=0)
     check_path_text(pattern)
@@ -351,7 +351,11 @@ def _glob_base(args, pattern):
             raise ToolError("not found: %s" % r.display, code="not_found", path=r.display)
         if r.kind != "dir":
             raise ToolError("%s is a file; glob needs a directory as path" % r.display, code="not_a_directory")
-    return (path.rstrip("/") + "/" + "/".join(prefix)) if prefix else path, prefix, rests
+    if not prefix:
+        return path, prefix, rests
+    if split_components(path) == [] and not path.startswith("/"):
+        return "/".join(prefix), prefix, rests  # keep errors about the pattern free of a "./" the model never wrote
+    return path.rstrip("/") + "/" + "/".join(prefix), prefix, rests
 
 
 def _glob_walk(root_fd, matcher, base_display):
@@ -413,12 +417,12 @@ def grep(args, request_id=None):
     file_glob = arg_str(args, "glob", None)
     mode = arg_str(args, "output_mode", "files_with_matches")
     if mode not in ("files_with_matches", "count", "content"):
-        raise _bad_arg("output_mode", 'must be "files_with_matches", "count" or "content", got %r' % mode)
+        raise bad_arg("output_mode", 'must be "files_with_matches", "count" or "content", got %r' % mode)
     case_insensitive = arg_bool(args, "case_insensitive", False)
     arg_int(args, "head_limit", GREP_DEFAULT_LIMIT, minimum=0)
     arg_int(args, "offset", 0, minimum=0)
     if "\x00" in pattern:
-        raise _bad_arg("pattern", "must not contain a NUL byte")
+        raise bad_arg("pattern", "must not contain a NUL byte")
     with _search_base(args) as r:
         run = RgRun(pattern, file_glob, case_insensitive, r)
         run.execute()
@@ -443,6 +447,7 @@ class RgRun:
     """One ripgrep process and what it reported: matches per file, skipped files, errors."""
 
     _TOO_BIG = re.compile(r"ignoring (.+): (\d+) bytes$")
+    _FILE_ERROR = re.compile(r"^(?:rg: )?(.+?): (.*\(os error \d+\))$")
 
     def __init__(self, pattern, file_glob, case_insensitive, resolved):
         self.pattern, self.file_glob, self.case_insensitive = pattern, file_glob, case_insensitive
@@ -536,9 +541,10 @@ class RgRun:
                 if m:
                     self.skipped.append((self._display(m.group(1)), "larger than 8 MB (%s bytes); not searched"
                                          % m.group(2)))
-            elif line.startswith("rg: "):
-                path, _, reason = line[4:].rpartition(": ")
-                self.skipped.append((self._display(path) if path else "?", reason or line[4:]))
+                continue
+            m = self._FILE_ERROR.match(line)
+            if m:  # "<path>: Permission denied (os error 13)", with or without an "rg: " prefix
+                self.skipped.append((self._display(m.group(1)), m.group(2)))
             elif line.strip() and len(self.errors) < 50:
                 self.errors.append(line)
         proc.stderr.close()

@@ -17,8 +17,9 @@ Design, and why:
   the state file (atomic; the last call to finish wins), and only for a call that finished
   inline: a call that became a background job, timed out or was cancelled saves nothing,
   so a job ending hours later cannot roll the session back to its old state. Shell options
-  (`set -e`, `shopt`) and traps are not carried over. The state lives under
-  RUNBOX_AGENT_STATE (default /tmp/runbox), outside the workspace the model sees.
+  (`set -e`, `shopt`) and traps are not carried over, and a command that replaces the EXIT
+  trap or ends in `exec` saves nothing. The state lives under RUNBOX_AGENT_STATE (default
+  /tmp/runbox), outside the workspace the model sees.
 
 * Output goes straight to files. stdout and stderr are opened onto
   <workspace>/.runbox/jobs/<job_id>/stdout.txt and stderr.txt (next to command.sh and
@@ -36,7 +37,11 @@ Design, and why:
 
 * Job directories are reclaimed 24 h after they finished, at startup and then hourly.
   A job whose status.json still says running but whose process is gone (the container
-  restarted) is marked `lost` first, so it is reclaimed a day later too.
+  restarted) is marked `lost` first, so it is reclaimed a day later too. `job_status`
+  reads a job's status.json and the tail of its output.
+
+* Where the agent is the container's PID 1 it inherits every orphaned process, so it
+  reaps the zombies of terminal commands' children itself (see _reap_orphans).
 
 Result layout (`output`), one `key: value` per line, then the streams:
 
@@ -48,12 +53,16 @@ Result layout (`output`), one `key: value` per line, then the streams:
     stderr:                         only if non-empty
     <text>
 
-A background result also lists job_id, pid, status_file, stdout_file and stderr_file
-between the note and the streams. A stream cut to fit ends with a line
-`… N characters cut (max_output_chars=M)`. A non-zero exit code is not an error
-(is_error false: the model reads the code); a timeout or a cancellation is.
+A background result has no exit_code line; it lists job_id, pid, status_file,
+stdout_file and stderr_file between the note and the streams. Trailing newlines of a
+stream are dropped. A stream cut to fit ends with a line
+`… N characters cut (max_output_chars=M)`; when both are long the budget is shared, so a
+flood on stdout cannot hide stderr. A non-zero exit code is not an error (is_error false:
+the model reads the code); a timeout or a cancellation is. metadata: exit_code, timed_out,
+cancelled, background, job_id, pid, duration_ms, plus the three file paths if background.
 """
 import json
+import math
 import os
 import re
 import secrets
@@ -62,6 +71,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import namedtuple
 from datetime import datetime, timedelta, timezone
 
 from .registry import OPS, ToolError
@@ -201,14 +211,14 @@ def _number(args, name, default):
     value = args.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise _invalid("%s must be a number" % name)
     return value
 
 
 def _strip_trailing_ampersand(command):
-    # `a &&`, `|&` and `>&` are not a trailing background operator.
-    return re.sub(r"(?<![&|>])&\s*$", "", command.rstrip()).rstrip()
+    # `a &&`, `|&`, `>&` and an escaped `\&` are not a trailing background operator.
+    return re.sub(r"(?<![&|>\\])&\s*$", "", command.rstrip()).rstrip()
 
 
 def _parse_args(args):
@@ -236,8 +246,11 @@ def _output_limit(args):
 # ---------------------------------------------------------------------------------------
 # Processes and process groups
 
+_ProcStat = namedtuple("_ProcStat", "state ppid pgrp session starttime")
+
+
 def _proc_stat(pid):
-    """(state, pgrp, starttime) from /proc/<pid>/stat, or None if there is no such process."""
+    """A few fields of /proc/<pid>/stat, or None if there is no such process."""
     try:
         with open("/proc/%d/stat" % pid, "rb") as f:
             data = f.read().decode("ascii", "replace")
@@ -245,7 +258,15 @@ def _proc_stat(pid):
         return None
     # The command name in parentheses may itself hold spaces or parentheses.
     fields = data[data.rfind(")") + 2:].split()
-    return fields[0], int(fields[2]), int(fields[19])
+    return _ProcStat(fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+
+
+def _all_procs():
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _proc_stat(int(name))
+            if stat:
+                yield int(name), stat
 
 
 def _alive(pid):
@@ -259,7 +280,7 @@ def _alive(pid):
         except PermissionError:
             return True
     stat = _proc_stat(pid)
-    return stat is not None and stat[0] != "Z"
+    return stat is not None and stat.state != "Z"
 
 
 def _group_alive(pgid):
@@ -269,12 +290,27 @@ def _group_alive(pgid):
             return True
         except ProcessLookupError:
             return False
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            stat = _proc_stat(int(name))
-            if stat and stat[1] == pgid and stat[0] != "Z":
-                return True
-    return False
+    return any(stat.pgrp == pgid and stat.state != "Z" for _, stat in _all_procs())
+
+
+def _reap_orphans():
+    """Reap the zombies of terminal commands' children that were reparented to the agent.
+
+    Only needed where the agent is PID 1, the container's init, which inherits every
+    orphan. Only zombies outside the agent's session that are not session leaders: those
+    descend from a terminal call (each call is a session of its own) and no op waits for
+    them. Popen children that some op will still wait() for are session leaders or share
+    the agent's session, and are left alone so their exit codes are not stolen.
+    """
+    if os.getpid() != 1 or not os.path.isdir("/proc/self"):
+        return
+    own_session = os.getsid(0)
+    for pid, stat in list(_all_procs()):
+        if stat.state == "Z" and stat.ppid == 1 and stat.session not in (pid, own_session):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def _signal_group(pgid, sig):
@@ -356,7 +392,7 @@ def _spawn(call):
     call.status = {
         "job_id": call.job_id, "status": "running", "pid": call.proc.pid,
         "command": call.command, "started_at": _now_iso(), "finished_at": None,
-        "exit_code": None, "pid_start_ticks": stat[2] if stat else None,
+        "exit_code": None, "pid_start_ticks": stat.starttime if stat else None,
     }
     _update_status(call)
 
@@ -570,6 +606,7 @@ def _watch(call):
     # Its state is not adopted: newer calls have moved the session on since.
     _discard_state(call)
     _forget(call)
+    _reap_orphans()
 
 
 def _go_background(call):
@@ -584,6 +621,7 @@ def _finish_inline(call, outcome):
         _discard_state(call)
     shutil.rmtree(call.dir, ignore_errors=True)
     _forget(call)
+    _reap_orphans()
 
 
 # ---------------------------------------------------------------------------------------
@@ -638,7 +676,7 @@ def _is_lost(status):
         return True
     stat = _proc_stat(pid)
     ticks = status.get("pid_start_ticks")
-    return bool(stat and isinstance(ticks, int) and stat[2] != ticks)
+    return bool(stat and isinstance(ticks, int) and stat.starttime != ticks)
 
 
 def _refresh(job_dir, job_id):
@@ -665,8 +703,9 @@ def job_status(args, request_id=None):
                         "after they end; inline calls leave none)" % (job_id, job_dir),
                         code="not_found", job_id=job_id)
     limit = _output_limit(args)
-    lines = ["%s: %s" % (k, status.get(k)) for k in
-             ("status", "exit_code", "job_id", "pid", "started_at", "finished_at")]
+    lines = ["%s: %s" % (k, status[k]) for k in
+             ("status", "exit_code", "job_id", "pid", "started_at", "finished_at")
+             if status.get(k) is not None]
     output = "\n".join(lines + _tails(job_dir, limit // 2))
     return {"output": output, "metadata": dict(status, job_dir=job_dir), "is_error": False}
 
@@ -728,6 +767,7 @@ def reclaim_jobs():
             except OSError:
                 pass  # one unreadable directory must not stop the sweep
     _drop_stale_pending_states()
+    _reap_orphans()
 
 
 def _reclaim_forever():

@@ -7,7 +7,6 @@ rg that prints a result and then hangs, so they are deterministic and take well 
 second; glob's deadline is driven by a fake clock for the same reason. Containment of the
 `path` argument is covered, with the other ops, in test_files.ContainmentTest.
 """
-import json
 import os
 import shutil
 import sys
