@@ -65,7 +65,7 @@ export class ToolCallHandler {
         return fail(
           'sandbox_failed',
           health === 'dead'
-            ? 'the sandbox died during the call (out of memory, or killed); the next call starts a new one with the same workspace'
+            ? `the sandbox ${req.backend === 'local' ? 'agent' : 'container'} died during the call (out of memory, or killed); the next call starts a new one with the same workspace`
             : `the sandbox did not finish the call: ${err.message}`,
         );
       }
