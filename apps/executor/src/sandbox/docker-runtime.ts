@@ -29,6 +29,10 @@ export class DockerRuntime implements SandboxRuntime {
     return warm && { containerId: warm.containerId, volume: warm.volume, channel: warm.channel };
   }
 
+  returnWarm(sandbox: ProvisionedSandbox): void {
+    if (sandbox.containerId) this.pool.giveBack(sandbox.containerId);
+  }
+
   async provision(tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
     const labels = { [LABEL.session]: sessionId, [LABEL.tenant]: tenantId };
     return this.driver.create(containerName(sessionId), labels, workspace ?? undefined);

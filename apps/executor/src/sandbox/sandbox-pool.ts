@@ -30,8 +30,8 @@ const REFILL_DELAY_MS = 250;
 export class SandboxPool {
   private readonly idle: PooledSandbox[] = [];
   private readonly creating = new Map<string, Promise<void>>();
-  /** Handed to a session, not destroyed yet: container id → volume. */
-  private readonly handedOut = new Map<string, string>();
+  /** Handed to a session, not destroyed yet, by container id. */
+  private readonly handedOut = new Map<string, PooledSandbox>();
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   private refillTimer?: NodeJS.Timeout;
@@ -56,11 +56,20 @@ export class SandboxPool {
       if (candidate.channel.isOpen) taken = candidate;
       else void this.discard(candidate, 'its channel closed while it waited');
     }
-    if (taken) this.handedOut.set(taken.containerId, taken.volume);
+    if (taken) this.handedOut.set(taken.containerId, taken);
     // Not at once: on a small host a container start competes for the CPU with the
     // session's first command, which is what the pool exists to make fast.
     this.refillSoon();
     return taken;
+  }
+
+  /** Takes back a container handed out for a session that turned out to need another one. */
+  giveBack(containerId: string): void {
+    const sandbox = this.handedOut.get(containerId);
+    if (!sandbox) return;
+    this.handedOut.delete(containerId);
+    if (this.closed || !sandbox.channel.isOpen) void this.discard(sandbox, 'not needed');
+    else this.idle.unshift(sandbox);
   }
 
   /** Called when a sandbox is destroyed: whatever it was, the pool no longer answers for it. */
@@ -80,9 +89,9 @@ export class SandboxPool {
       containers.add(name);
       volumes.add(workspaceVolumeOf(name));
     }
-    for (const [id, volume] of this.handedOut) {
-      containers.add(id);
-      volumes.add(volume);
+    for (const s of this.handedOut.values()) {
+      containers.add(s.containerId);
+      volumes.add(s.volume);
     }
     return { containers, volumes };
   }

@@ -34,6 +34,8 @@ export interface SandboxRuntime {
   start(): void;
   /** A ready sandbox out of the warm pool for a new session, or undefined when none waits. */
   takeWarm(): ProvisionedSandbox | undefined;
+  /** Puts back a warm sandbox taken for a session that turned out to need another one. */
+  returnWarm(sandbox: ProvisionedSandbox): void;
   /** A new sandbox for the session, on `workspace` when an earlier one's was kept. */
   provision(tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox>;
   isAlive(ref: SandboxRef): Promise<boolean>;

@@ -31,21 +31,37 @@ export class SandboxRepository {
     return { live: row !== null, record: row?.sandbox ? toRecord(row.sandbox) : null };
   }
 
+  /**
+   * For a session's first sandbox: in one transaction, checks that the session is live and
+   * has no sandbox yet, and if so records `record` as its sandbox. The warm-pool path, where
+   * a second round trip would be a noticeable share of the whole.
+   */
+  async bindIfNew(record: SandboxRecord): Promise<{ live: boolean; bound: boolean; record: SandboxRecord | null }> {
+    return this.db.tenant(record.tenantId, async (tx) => {
+      const session = await tx.session.findFirst({
+        where: { id: record.sessionId, tenantId: record.tenantId, status: 'active' },
+        select: { id: true, sandbox: true },
+      });
+      if (!session) return { live: false, bound: false, record: null };
+      const existing = session.sandbox ? toRecord(session.sandbox) : null;
+      if (existing && existing.state !== 'removed') return { live: true, bound: false, record: existing };
+      const data = { ...rowData(record), error: null, lastUsedAt: new Date() };
+      await tx.sandbox.upsert({
+        where: { sessionId: record.sessionId },
+        create: { sessionId: record.sessionId, tenantId: record.tenantId, ...data },
+        update: data,
+      });
+      return { live: true, bound: true, record: null };
+    });
+  }
+
   async find(tenantId: string, sessionId: string): Promise<SandboxRecord | null> {
     const row = await this.db.tenant(tenantId, (tx) => tx.sandbox.findFirst({ where: { sessionId, tenantId } }));
     return row ? toRecord(row) : null;
   }
 
   async save(record: SandboxRecord & { error?: string | null }): Promise<void> {
-    const data = {
-      executorId: record.executorId,
-      backend: record.backend,
-      containerId: record.containerId,
-      volume: record.volume,
-      state: record.state,
-      error: record.error ?? null,
-      lastUsedAt: new Date(),
-    };
+    const data = { ...rowData(record), error: record.error ?? null, lastUsedAt: new Date() };
     await this.db.tenant(record.tenantId, (tx) =>
       tx.sandbox.upsert({
         where: { sessionId: record.sessionId },
@@ -89,6 +105,11 @@ export class SandboxRepository {
     );
     return res.count;
   }
+}
+
+function rowData(record: SandboxRecord) {
+  const { executorId, backend, containerId, volume, state } = record;
+  return { executorId, backend, containerId, volume, state };
 }
 
 function toRecord(row: {

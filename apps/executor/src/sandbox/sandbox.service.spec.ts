@@ -30,6 +30,7 @@ class FakeRuntime implements SandboxRuntime {
   takeWarm(): ProvisionedSandbox | undefined {
     return this.warm.shift();
   }
+  returnWarm(_sandbox: ProvisionedSandbox): void {}
   async provision(_t: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
     this.provisioned++;
     await new Promise((r) => setTimeout(r, 5));
@@ -59,6 +60,12 @@ class FakeRepository {
   async findForCall(tenantId: string, sessionId: string) {
     const live = this.liveSessions.get(sessionId) === tenantId;
     return { live, record: live ? (this.rows.get(sessionId) ?? null) : null };
+  }
+  async bindIfNew(record: SandboxRecord) {
+    const { live, record: existing } = await this.findForCall(record.tenantId, record.sessionId);
+    if (!live || (existing && existing.state !== 'removed')) return { live, bound: false, record: existing };
+    this.rows.set(record.sessionId, { ...record });
+    return { live, bound: true, record: null };
   }
   async find(_tenantId: string, sessionId: string) {
     return this.rows.get(sessionId) ?? null;
@@ -117,9 +124,10 @@ describe('SandboxService', () => {
     expect(runtime.provisioned).toBe(1);
   });
 
-  it('takes a warm sandbox for a new session without a creating step', async () => {
+  it('binds a warm sandbox to a new session in one step, and gives it back to a session that has one', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');
+    repo.liveSessions.set('ses_2', 'ten_a');
     runtime.alive.add('warm-1');
     runtime.warm.push({ containerId: 'warm-1', volume: 'warm-1-ws', channel: echoChannel() });
     const saves: string[] = [];
@@ -130,8 +138,17 @@ describe('SandboxService', () => {
     };
     await service.call(target, 'ping', {}, 1000);
     expect(runtime.provisioned).toBe(0);
-    expect(saves).toEqual(['ready']);
-    expect(repo.rows.get('ses_1')).toMatchObject({ containerId: 'warm-1', volume: 'warm-1-ws' });
+    expect(saves).toEqual([]);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'warm-1', volume: 'warm-1-ws' });
+
+    // A session whose workspace was kept gets its own container on it; the warm one goes back.
+    repo.rows.set('ses_2', { ...repo.rows.get('ses_1')!, sessionId: 'ses_2', state: 'stopped', containerId: null, volume: 'kept-ws' });
+    const spare = { containerId: 'warm-2', volume: 'warm-2-ws', channel: echoChannel() };
+    runtime.warm.push(spare);
+    runtime.returnWarm = (s) => void runtime.warm.unshift(s);
+    await service.call({ ...target, sessionId: 'ses_2' }, 'ping', {}, 1000);
+    expect(repo.rows.get('ses_2')).toMatchObject({ state: 'ready', containerId: 'c-ses_2-1', volume: 'kept-ws' });
+    expect(runtime.warm).toEqual([spare]);
   });
 
   it('reaps an idle sandbox, keeping its workspace, and never one with a call in flight', async () => {

@@ -2,7 +2,7 @@ import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
 import { KeyedLock } from './keyed-lock';
-import { SandboxRepository } from './sandbox.repository';
+import { SandboxRecord, SandboxRepository } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxBackend, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
 
 export class SessionNotFoundError extends Error {
@@ -233,7 +233,9 @@ export class SandboxService {
     const { tenantId, sessionId, backend } = target;
     const runtime = this.runtimes.get(backend);
     if (!runtime) throw new BackendDisabledError(`this executor does not run the ${backend} backend`);
-    const { live, record } = await this.repo.findForCall(tenantId, sessionId);
+    const warm = await this.bindWarm(target, runtime);
+    if (warm.sandbox) return warm.sandbox;
+    const { live, record } = warm.lookup ?? (await this.repo.findForCall(tenantId, sessionId));
     if (!live) throw new SessionNotFoundError(sessionId);
     if (record && record.state !== 'removed' && record.backend !== backend) throw mismatch(target, record.backend);
     // Another executor's workspace is on another host: this one starts afresh.
@@ -243,11 +245,40 @@ export class SandboxService {
     return this.create(target, runtime, ours?.volume ?? null);
   }
 
+  /**
+   * A warm sandbox for a session that has none yet: the session check and the binding are
+   * one transaction. A session that turns out to have a sandbox (or none at all) gives the
+   * warm one back, and the lookup is passed on so it is not made twice.
+   */
+  private async bindWarm(
+    target: CallTarget,
+    runtime: SandboxRuntime,
+  ): Promise<{ sandbox?: LiveSandbox; lookup?: { live: boolean; record: SandboxRecord | null } }> {
+    const warm = runtime.takeWarm();
+    if (!warm) return {};
+    const { channel, ...ref } = warm;
+    let outcome: Awaited<ReturnType<SandboxRepository['bindIfNew']>>;
+    try {
+      outcome = await this.repo.bindIfNew({ ...target, executorId: this.executorId, ...ref, state: 'ready' });
+    } catch (err) {
+      runtime.returnWarm(warm);
+      throw err;
+    }
+    if (!outcome.bound) {
+      runtime.returnWarm(warm);
+      return { lookup: outcome };
+    }
+    const sandbox = this.remember(target, ref);
+    sandbox.channel = channel;
+    this.logger.info({ tenantId: target.tenantId, sessionId: target.sessionId, containerId: ref.containerId, warm: true }, 'sandbox ready');
+    return { sandbox };
+  }
+
   private async create(target: CallTarget, runtime: SandboxRuntime, workspace: string | null): Promise<LiveSandbox> {
     const { tenantId, sessionId, backend } = target;
     const started = this.now();
     const row = { tenantId, sessionId, backend, executorId: this.executorId };
-    // A new session takes a warm sandbox when one waits: ready at once, no 'creating' step.
+    // A session without a workspace to keep (a failed first attempt) may still take a warm one.
     const warm = workspace === null ? runtime.takeWarm() : undefined;
     let provisioned: ProvisionedSandbox | undefined = warm;
     try {

@@ -45,6 +45,8 @@ export class LocalRuntime implements SandboxRuntime {
     return undefined; // no pool: a local agent starts in a few milliseconds
   }
 
+  returnWarm(): void {}
+
   async provision(_tenantId: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
     const dir = this.inside(workspace ?? join(this.root, sessionId));
     const paths = agentPaths(dir);
