@@ -4,16 +4,17 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { NestFactory } from '@nestjs/core';
 import { loadConfig, RunboxConfig } from '@app/config';
-import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { ExecutorModule } from '../../apps/executor/src/executor.module';
 import { createGateway } from '../../apps/gateway/src/bootstrap';
-import { createTestDatabase, TestDatabase } from '@app/testing';
+import { createTestDatabase, removeExecutorResources, TestDatabase } from '@app/testing';
 import { freePort, startNats, stopProcess, TestNats } from '@app/testing';
 
 /** The built gateway (`npx nest build gateway`; `./runbox test` builds it). */
 export const GATEWAY_MAIN = join(__dirname, '..', '..', 'dist', 'apps', 'gateway', 'apps', 'gateway', 'src', 'main.js');
+
+export { removeExecutorResources };
 
 export interface StackOptions {
   /** Extra environment, as an operator would set it. */
@@ -127,6 +128,12 @@ export class TestStack {
     await this.executor.init();
   }
 
+  /** A provider of the running executor (its SandboxPool, SandboxService), for tests that look inside. */
+  executorProvider<T>(token: new (...args: never[]) => T): T {
+    if (!this.executor) throw new Error('no executor is running');
+    return this.executor.get(token);
+  }
+
   async stopExecutor(): Promise<void> {
     await this.executor?.close();
     this.executor = undefined;
@@ -182,14 +189,4 @@ export class TestStack {
     await this.nats?.stop();
     await this.db?.drop();
   }
-}
-
-/** Removes every container and volume labelled with the executor id. */
-export async function removeExecutorResources(executorId: string): Promise<void> {
-  const docker = new Docker();
-  const filters = { label: [`runbox.executor=${executorId}`] };
-  const containers = await docker.listContainers({ all: true, filters });
-  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-  const { Volumes } = await docker.listVolumes({ filters });
-  await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => undefined)));
 }

@@ -9,6 +9,11 @@ import type { Logger } from 'pino';
 import { DockerSandboxDriver } from './sandbox/docker-sandbox.driver';
 import { sandboxPolicyFrom } from './sandbox/sandbox-policy';
 import { SandboxRepository } from './sandbox/sandbox.repository';
+import { DockerRuntime } from './sandbox/docker-runtime';
+import { LocalRuntime } from './sandbox/local/local-runtime';
+import { reapIntervalFor, SandboxJanitor } from './sandbox/sandbox-janitor';
+import { SandboxPool } from './sandbox/sandbox-pool';
+import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
 import { SessionReleaseHandler } from './tools/session-release.handler';
 import { ToolCallHandler } from './tools/tool-call.handler';
@@ -46,9 +51,30 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     },
     { provide: SandboxRepository, inject: [PrismaService], useFactory: (db: PrismaService) => new SandboxRepository(db) },
     {
+      provide: SandboxPool,
+      inject: [RUNBOX_CONFIG, DockerSandboxDriver, LOGGER],
+      useFactory: (c: RunboxConfig, d: DockerSandboxDriver, l: Logger) => new SandboxPool(c.RUNBOX_WARM_POOL_SIZE, d, l),
+    },
+    {
       provide: SandboxService,
-      inject: [EXECUTOR_ID, DockerSandboxDriver, SandboxRepository, LOGGER],
-      useFactory: (id: string, d: DockerSandboxDriver, r: SandboxRepository, l: Logger) => new SandboxService(id, d, r, l),
+      inject: [RUNBOX_CONFIG, EXECUTOR_ID, DockerSandboxDriver, SandboxPool, SandboxRepository, LOGGER],
+      useFactory: (c: RunboxConfig, id: string, d: DockerSandboxDriver, pool: SandboxPool, r: SandboxRepository, l: Logger) => {
+        const runtimes = new Map<SandboxBackend, SandboxRuntime>([['docker', new DockerRuntime(d, pool, l)]]);
+        // The local backend exists only when the operator asked for it by name.
+        if (c.RUNBOX_UNSAFE_LOCAL_BACKEND) runtimes.set('local', new LocalRuntime(c.RUNBOX_LOCAL_WORKSPACES, id, l));
+        const policy = { idleTtlMs: c.RUNBOX_SANDBOX_IDLE_TTL_SECONDS * 1000, keepWorkspaceOnIdle: c.RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE };
+        return new SandboxService(id, runtimes, r, policy, l);
+      },
+    },
+    {
+      provide: SandboxJanitor,
+      inject: [RUNBOX_CONFIG, SandboxService, LOGGER],
+      useFactory: (c: RunboxConfig, s: SandboxService, l: Logger) =>
+        new SandboxJanitor(
+          s,
+          { reapEveryMs: reapIntervalFor(c.RUNBOX_SANDBOX_IDLE_TTL_SECONDS * 1000), sweepEveryMs: c.RUNBOX_SANDBOX_SWEEP_SECONDS * 1000 },
+          l,
+        ),
     },
     {
       provide: ToolCallHandler,
@@ -67,20 +93,28 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly tools: ToolCallHandler,
     private readonly sessions: SessionReleaseHandler,
     private readonly sandboxes: SandboxService,
+    private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
+    // Take back the previous process's sandboxes before the first sweep, so it keeps them.
+    await this.sandboxes.recover();
+    await this.janitor.sweepNow();
+    this.sandboxes.start();
+    this.janitor.start();
     this.tools.listen();
     this.sessions.listen();
     this.logger.info({ executorId: this.sandboxes.executorId }, 'executor listening');
   }
 
   async onApplicationShutdown(): Promise<void> {
-    // Containers stay: sessions keep their shell state and jobs across an executor restart.
-    await this.sandboxes.closeAll();
+    await this.janitor.stop();
+    // Session containers stay: their shell state and jobs survive an executor restart.
+    // Waiting pool containers are removed (they hold nothing).
+    await this.sandboxes.shutdown();
     await this.nats.close();
     await this.db.close();
   }

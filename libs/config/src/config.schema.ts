@@ -66,6 +66,8 @@ export const configSchema = z.object({
   RUNBOX_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(0),
   /** Allow the `local` terminal backend (no isolation). For development only. */
   RUNBOX_UNSAFE_LOCAL_BACKEND: flag,
+  /** Where sessions' sandbox tools run: `docker`, or `local` (needs RUNBOX_UNSAFE_LOCAL_BACKEND). */
+  RUNBOX_SANDBOX_BACKEND: z.enum(['docker', 'local']).default('docker'),
   RUNBOX_LOCAL_WORKSPACES: z.string().default('.runbox/workspaces'),
   RUNBOX_FILE_SEARCH_TIMEOUT: z.coerce.number().int().positive().default(20),
   RUNBOX_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),

@@ -19,6 +19,13 @@ describe('loadConfig', () => {
   it('treats an empty optional value as unset', () => {
     expect(loadConfig({ RUNBOX_ADMIN_TOKEN: '' }).RUNBOX_ADMIN_TOKEN).toBeUndefined();
   });
+
+  it('refuses the local sandbox backend unless the unsafe flag is set too', () => {
+    expect(() => loadConfig({ RUNBOX_SANDBOX_BACKEND: 'local' })).toThrow(/RUNBOX_SANDBOX_BACKEND=local.*RUNBOX_UNSAFE_LOCAL_BACKEND=1/);
+    const config = loadConfig({ RUNBOX_SANDBOX_BACKEND: 'local', RUNBOX_UNSAFE_LOCAL_BACKEND: '1' });
+    expect(config.RUNBOX_SANDBOX_BACKEND).toBe('local');
+    expect(loadConfig({}).RUNBOX_SANDBOX_BACKEND).toBe('docker');
+  });
 });
 
 describe('configSecrets', () => {

@@ -1,3 +1,4 @@
 export * from './test-database';
 export * from './test-nats';
 export * from './scripted-model';
+export * from './test-docker';

@@ -44,6 +44,11 @@ export class AgentChannel {
     private readonly input: Writable,
     output: Readable,
     private readonly onClose: () => void = () => undefined,
+    /**
+     * The `attach` relay announces itself with an `attached` event once it reached the
+     * agent's socket; a direct socket connection (the local backend) is attached already.
+     */
+    expectHandshake = true,
   ) {
     let markAttached: () => void = () => undefined;
     let failAttach: (err: Error) => void = () => undefined;
@@ -52,6 +57,7 @@ export class AgentChannel {
       failAttach = reject;
     });
     this.attached.catch(() => undefined);
+    if (!expectHandshake) markAttached();
     output.setEncoding('utf8');
     output.on('data', (chunk: string) => this.receive(chunk, markAttached));
     const close = (reason: string) => {

@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { PassThrough } from 'node:stream';
 import { AgentChannel } from './agent-channel';
+import { hardenedContainerSpec } from './container-spec';
 import { LABEL } from './sandbox-labels';
 import { AGENT_COMMAND, SANDBOX_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
 
@@ -9,18 +10,29 @@ export interface ContainerRef {
   volume: string;
 }
 
+/** The volume a new container gets when it has no kept workspace. */
+export function workspaceVolumeOf(containerName: string): string {
+  return `${containerName}-ws`;
+}
+
 export interface OwnedContainer {
   containerId: string;
+  name: string;
   sessionId?: string;
-  tenantId?: string;
   pool: boolean;
   running: boolean;
   volume?: string;
 }
 
+export interface OwnedVolume {
+  name: string;
+  sessionId?: string;
+  pool: boolean;
+}
+
 /**
  * Everything the executor does to Docker, behind one adapter. The hardening lives here, in
- * one place: `createContainer` is the only way a sandbox comes to exist.
+ * one place: `create` is the only way a sandbox comes to exist.
  */
 export class DockerSandboxDriver {
   constructor(
@@ -38,42 +50,30 @@ export class DockerSandboxDriver {
     }
   }
 
-  /** Creates and starts a hardened container with its own workspace volume. */
-  async create(name: string, labels: Record<string, string>): Promise<ContainerRef> {
+  /**
+   * Creates and starts a hardened container. Its workspace is `workspace` when given (a
+   * volume kept from the session's earlier container), else a new volume named after it.
+   */
+  async create(name: string, labels: Record<string, string>, workspace?: string): Promise<ContainerRef> {
     const allLabels = { [LABEL.managed]: 'true', [LABEL.executor]: this.executorId, ...labels };
-    const volume = `${name}-ws`;
-    await this.docker.createVolume({ Name: volume, Labels: allLabels });
+    const volume = workspace ?? workspaceVolumeOf(name);
+    const spec = hardenedContainerSpec(name, allLabels, volume, this.policy);
     try {
-      const container = await this.docker.createContainer({
-        name,
-        Image: this.policy.image,
-        Labels: allLabels,
-        User: SANDBOX_USER,
-        WorkingDir: WORKSPACE,
-        Cmd: [...AGENT_COMMAND, 'serve'],
-        Env: ['HOME=/home/sandbox', 'LANG=C.UTF-8', `RUNBOX_FILE_SEARCH_TIMEOUT=${this.policy.fileSearchTimeoutSeconds}`],
-        NetworkDisabled: !this.policy.network,
-        HostConfig: {
-          // PID 1 reaps the orphans that background jobs leave behind.
-          Init: true,
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          ReadonlyRootfs: true,
-          Tmpfs: { '/tmp': `rw,exec,nosuid,nodev,size=${this.policy.tmpfsSizeMb}m,mode=1777` },
-          Mounts: [{ Type: 'volume', Source: volume, Target: WORKSPACE }],
-          NetworkMode: this.policy.network ? 'bridge' : 'none',
-          Memory: this.policy.memoryBytes,
-          MemorySwap: this.policy.memoryBytes,
-          NanoCpus: this.policy.nanoCpus,
-          PidsLimit: this.policy.pidsLimit,
-          Privileged: false,
-          RestartPolicy: { Name: 'no' },
-        },
-      });
+      let container: Docker.Container;
+      try {
+        container = await this.docker.createContainer(spec);
+      } catch (err) {
+        // A container left under this name by a crash mid-creation: it is ours (the name
+        // carries the session id), so it goes, and the creation is tried once more.
+        if (statusOf(err) !== 409) throw err;
+        await this.removeContainer(name);
+        container = await this.docker.createContainer(spec);
+      }
       await container.start();
       return { containerId: container.id, volume };
     } catch (err) {
-      await this.removeVolume(volume);
+      await this.removeContainer(name).catch(() => undefined);
+      if (!workspace) await this.removeVolume(volume).catch(() => undefined);
       throw err;
     }
   }
@@ -82,7 +82,7 @@ export class DockerSandboxDriver {
    * Opens the long-lived channel: one exec of the agent's `attach` relay, its stdio
    * hijacked. Docker multiplexes stdout/stderr on one stream; only stdout carries frames.
    */
-  async attach(containerId: string, onClose: () => void): Promise<AgentChannel> {
+  async attach(containerId: string, onClose: () => void = () => undefined): Promise<AgentChannel> {
     const exec = await this.docker.getContainer(containerId).exec({
       Cmd: [...AGENT_COMMAND, 'attach'],
       User: SANDBOX_USER,
@@ -112,21 +112,15 @@ export class DockerSandboxDriver {
 
   /** Removes the container (running or not) and, unless told to keep it, its volume. */
   async remove(ref: { containerId?: string | null; volume?: string | null }, keepVolume = false): Promise<void> {
-    if (ref.containerId) {
-      try {
-        await this.docker.getContainer(ref.containerId).remove({ force: true, v: false });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-    }
+    if (ref.containerId) await this.removeContainer(ref.containerId);
     if (ref.volume && !keepVolume) await this.removeVolume(ref.volume);
   }
 
-  async stop(containerId: string): Promise<void> {
+  async removeContainer(idOrName: string): Promise<void> {
     try {
-      await this.docker.getContainer(containerId).remove({ force: true });
+      await this.docker.getContainer(idOrName).remove({ force: true, v: false });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (statusOf(err) !== 404) throw err;
     }
   }
 
@@ -134,34 +128,38 @@ export class DockerSandboxDriver {
     try {
       await this.docker.getVolume(volume).remove({ force: true });
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      // 404: already gone. 409: still mounted by a container being removed; the next sweep takes it.
+      if (statusOf(err) !== 404) throw err;
     }
   }
 
   /** Every container carrying this executor's label, whatever state it is in. */
   async listOwned(): Promise<OwnedContainer[]> {
-    const list = await this.docker.listContainers({
-      all: true,
-      filters: { label: [`${LABEL.managed}=true`, `${LABEL.executor}=${this.executorId}`] },
-    });
+    const list = await this.docker.listContainers({ all: true, filters: { label: this.ownLabels() } });
     return list.map((c) => ({
       containerId: c.Id,
+      name: (c.Names?.[0] ?? '').replace(/^\//, ''),
       sessionId: c.Labels[LABEL.session],
-      tenantId: c.Labels[LABEL.tenant],
       pool: c.Labels[LABEL.pool] === 'true',
       running: c.State === 'running',
       volume: c.Mounts?.find((m) => m.Destination === WORKSPACE)?.Name,
     }));
   }
 
-  async listOwnedVolumes(): Promise<Array<{ name: string; sessionId?: string }>> {
-    const res = await this.docker.listVolumes({
-      filters: { label: [`${LABEL.managed}=true`, `${LABEL.executor}=${this.executorId}`] },
-    });
-    return (res.Volumes ?? []).map((v) => ({ name: v.Name, sessionId: v.Labels?.[LABEL.session] }));
+  async listOwnedVolumes(): Promise<OwnedVolume[]> {
+    const res = await this.docker.listVolumes({ filters: { label: this.ownLabels() } });
+    return (res.Volumes ?? []).map((v) => ({
+      name: v.Name,
+      sessionId: v.Labels?.[LABEL.session],
+      pool: v.Labels?.[LABEL.pool] === 'true',
+    }));
+  }
+
+  private ownLabels(): string[] {
+    return [`${LABEL.managed}=true`, `${LABEL.executor}=${this.executorId}`];
   }
 }
 
-function isNotFound(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { statusCode?: number }).statusCode === 404;
+function statusOf(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null ? (err as { statusCode?: number }).statusCode : undefined;
 }

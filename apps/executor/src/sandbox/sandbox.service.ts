@@ -1,8 +1,10 @@
+import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
-import { DockerSandboxDriver } from './docker-sandbox.driver';
-import { LABEL } from './sandbox-labels';
-import { SandboxRepository } from './sandbox.repository';
+import { KeyedLock } from './keyed-lock';
+import { SandboxQuotaError } from './sandbox-quota';
+import { SandboxRecord, SandboxRepository } from './sandbox.repository';
+import { ProvisionedSandbox, SandboxBackend, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
 
 export class SessionNotFoundError extends Error {
   constructor(sessionId: string) {
@@ -12,139 +14,378 @@ export class SessionNotFoundError extends Error {
 
 export class SandboxUnavailableError extends Error {}
 
-/** A session's container as this executor holds it. */
+/** The call asked for a backend this executor does not run. */
+export class BackendDisabledError extends Error {}
+
+/** The session's sandbox already lives on another backend. */
+export class BackendMismatchError extends Error {}
+
+export interface SandboxLifecyclePolicy {
+  /** A sandbox with no call for this long is stopped and removed. */
+  idleTtlMs: number;
+  /** Keep the workspace volume of an idle-reaped sandbox for its next container. */
+  keepWorkspaceOnIdle: boolean;
+}
+
+export interface CallTarget {
+  tenantId: string;
+  sessionId: string;
+  backend: SandboxBackend;
+}
+
+/** A session's sandbox as this executor holds it. */
 interface LiveSandbox {
   tenantId: string;
   sessionId: string;
-  containerId: string;
-  volume: string;
+  backend: SandboxBackend;
+  ref: SandboxRef;
   channel?: AgentChannel;
+  connecting?: Promise<AgentChannel>;
+  /** When this process took it on; the sweep leaves younger ones alone. */
+  since: number;
   lastUsed: number;
+  inFlight: number;
 }
 
 const ATTACH_TIMEOUT_MS = 15_000;
 
 /**
- * Owns the sandboxes of this executor: finds or makes a session's container on first use,
- * keeps one open channel into each, and forgets them when they are released or reaped.
+ * Owns the sandboxes of this executor, whatever runtime they use: finds or makes a
+ * session's sandbox on first use (from the warm pool when there is one), keeps one open
+ * channel into each, re-adopts them after a restart, reaps idle ones, and removes what no
+ * live session owns. Lifecycle steps of one session run one at a time (KeyedLock); tool
+ * calls on a ready sandbox take no lock at all.
  */
 export class SandboxService {
   private readonly live = new Map<string, LiveSandbox>();
-  private readonly opening = new Map<string, Promise<LiveSandbox>>();
+  private readonly lifecycle = new KeyedLock();
 
   constructor(
     readonly executorId: string,
-    private readonly driver: DockerSandboxDriver,
+    private readonly runtimes: ReadonlyMap<SandboxBackend, SandboxRuntime>,
     private readonly repo: SandboxRepository,
+    private readonly policy: SandboxLifecyclePolicy,
     private readonly logger: Logger,
+    private readonly now: () => number = Date.now,
   ) {}
 
   get size(): number {
     return this.live.size;
   }
 
-  /** The open channel into the session's sandbox, creating the sandbox on first use. */
-  async channelFor(tenantId: string, sessionId: string): Promise<AgentChannel> {
-    let sandbox = this.live.get(sessionId);
-    if (sandbox && sandbox.tenantId !== tenantId) throw new SessionNotFoundError(sessionId);
-    if (!sandbox) sandbox = await this.open(tenantId, sessionId);
-    sandbox.lastUsed = Date.now();
-    if (sandbox.channel?.isOpen) return sandbox.channel;
-    try {
-      sandbox.channel = await this.attach(sandbox);
-    } catch (err) {
-      // A container that died while idle (OOM, a host restart) is replaced, keeping its workspace.
-      if ((await this.diagnose(tenantId, sessionId)) === 'alive') throw err;
-      sandbox = await this.open(tenantId, sessionId);
-      sandbox.channel = await this.attach(sandbox);
-    }
-    return sandbox.channel;
+  supports(backend: SandboxBackend): boolean {
+    return this.runtimes.has(backend);
   }
 
-  /** After a broken channel: is the container itself still there? */
+  /** Runs one op of the agent in the session's sandbox, making or reconnecting it as needed. */
+  async call(target: CallTarget, op: string, args: Record<string, unknown>, timeoutMs: number, callId?: string): Promise<ToolResult> {
+    const sandbox = await this.acquire(target);
+    sandbox.inFlight++;
+    try {
+      const channel = await this.channelOf(sandbox);
+      return await channel.call(op, args, timeoutMs, callId);
+    } finally {
+      sandbox.inFlight--;
+      sandbox.lastUsed = this.now();
+    }
+  }
+
+  /** The open channel of a sandbox this executor already holds; never creates one. */
+  existingChannel(tenantId: string, sessionId: string): AgentChannel | undefined {
+    const sandbox = this.live.get(sessionId);
+    return sandbox?.tenantId === tenantId && sandbox.channel?.isOpen ? sandbox.channel : undefined;
+  }
+
+  /** After a broken channel: is the sandbox itself still there? A dead one is cleared away. */
   async diagnose(tenantId: string, sessionId: string): Promise<'alive' | 'dead'> {
     const sandbox = this.live.get(sessionId);
-    if (!sandbox) return 'dead';
+    if (!sandbox || sandbox.tenantId !== tenantId) return 'dead';
+    const runtime = this.runtime(sandbox.backend);
     // The channel breaks a moment before Docker reports the container gone; look twice.
-    if (await this.driver.isRunning(sandbox.containerId)) {
+    if (await runtime.isAlive(sandbox.ref)) {
       await settle(500);
-      if (await this.driver.isRunning(sandbox.containerId)) return 'alive';
+      if (await runtime.isAlive(sandbox.ref)) return 'alive';
     }
-    this.live.delete(sessionId);
-    await this.driver.remove({ containerId: sandbox.containerId }, true);
-    await this.repo.setState(tenantId, sessionId, 'failed', 'the sandbox container stopped unexpectedly');
+    await this.lifecycle.run(sessionId, async () => {
+      if (this.live.get(sessionId) !== sandbox) return;
+      this.forget(sandbox, 'the sandbox died');
+      await runtime.destroy(sandbox.ref, true);
+      await this.repo.markGone(tenantId, sessionId, 'failed', sandbox.ref.volume, 'the sandbox stopped unexpectedly');
+    });
     return 'dead';
   }
 
-  async release(tenantId: string, sessionId: string): Promise<boolean> {
-    const sandbox = this.live.get(sessionId);
-    this.live.delete(sessionId);
-    sandbox?.channel?.close('session released');
-    const record = await this.repo.find(tenantId, sessionId);
-    const containerId = sandbox?.containerId ?? record?.containerId;
-    const volume = sandbox?.volume ?? record?.volume ?? `${containerName(sessionId)}-ws`;
-    await this.driver.remove({ containerId, volume });
-    if (record) await this.repo.setState(tenantId, sessionId, 'removed');
-    return containerId !== undefined && containerId !== null;
+  /** DELETE of the session: its sandbox and workspace go. True when there was one. */
+  release(tenantId: string, sessionId: string): Promise<boolean> {
+    return this.lifecycle.run(sessionId, async () => {
+      const sandbox = this.live.get(sessionId);
+      if (sandbox && sandbox.tenantId !== tenantId) return false;
+      if (sandbox) this.forget(sandbox, 'session released');
+      const record = await this.repo.find(tenantId, sessionId);
+      const ours = record && record.executorId === this.executorId && record.state !== 'removed' ? record : null;
+      const ref = sandbox?.ref ?? ours;
+      const runtime = this.runtimes.get(sandbox?.backend ?? ours?.backend ?? 'docker');
+      if (ref && runtime) await runtime.destroy(ref, false);
+      if (ours) await this.repo.markGone(tenantId, sessionId, 'removed', null);
+      if (ref) this.logger.info({ tenantId, sessionId }, 'sandbox removed');
+      return ref !== null;
+    });
   }
 
-  private open(tenantId: string, sessionId: string): Promise<LiveSandbox> {
-    let pending = this.opening.get(sessionId);
-    if (!pending) {
-      pending = this.adoptOrCreate(tenantId, sessionId).finally(() => this.opening.delete(sessionId));
-      this.opening.set(sessionId, pending);
-    }
-    return pending;
-  }
-
-  private async adoptOrCreate(tenantId: string, sessionId: string): Promise<LiveSandbox> {
-    if (!(await this.repo.sessionIsLive(tenantId, sessionId))) throw new SessionNotFoundError(sessionId);
-    const record = await this.repo.find(tenantId, sessionId);
-    if (record?.containerId && record.executorId === this.executorId && record.state === 'ready') {
-      if (await this.driver.isRunning(record.containerId)) {
-        // Our own container from before a restart: its shell state and jobs are intact.
-        return this.remember({ tenantId, sessionId, containerId: record.containerId, volume: record.volume ?? '', lastUsed: Date.now() });
+  /**
+   * At start-up: takes back the sandboxes this executor made before it restarted. Their
+   * agents kept running (shell state, background jobs); the channel opens on the next call.
+   * One that did not survive (host reboot), or whose creation the restart interrupted, is
+   * marked stopped with its workspace kept; the sweep that follows removes any leftovers.
+   */
+  async recover(): Promise<number> {
+    let adopted = 0;
+    for (const record of await this.repo.liveRowsOf(this.executorId)) {
+      const runtime = this.runtimes.get(record.backend);
+      if (!runtime || this.live.has(record.sessionId)) continue;
+      if (record.state === 'creating') {
+        await this.repo.markGone(record.tenantId, record.sessionId, 'stopped', record.volume);
+        continue;
       }
-      await this.driver.remove({ containerId: record.containerId }, true);
+      if (record.state !== 'ready') continue;
+      if (await runtime.isAlive(record)) {
+        this.remember(record, record);
+        adopted++;
+      } else {
+        await runtime.destroy(record, true);
+        await this.repo.markGone(record.tenantId, record.sessionId, 'stopped', record.volume);
+      }
     }
-    await this.repo.claim({ tenantId, sessionId, executorId: this.executorId, containerId: null, volume: null, state: 'creating' });
+    if (adopted > 0) this.logger.info({ adopted }, 'took back the sandboxes of the previous executor process');
+    return adopted;
+  }
+
+  /** Stops and removes sandboxes that had no call for the idle TTL. */
+  async reapIdle(): Promise<number> {
+    let reaped = 0;
+    for (const sandbox of [...this.live.values()]) {
+      if (!this.isIdle(sandbox)) continue;
+      await this.lifecycle.run(sandbox.sessionId, async () => {
+        // Checked again under the lock, and with no await before `forget`: a call arriving
+        // from here on finds no sandbox and waits for this step, then makes a new one.
+        if (this.live.get(sandbox.sessionId) !== sandbox || !this.isIdle(sandbox)) return;
+        this.forget(sandbox, 'idle');
+        const keep = this.policy.keepWorkspaceOnIdle;
+        try {
+          await this.runtime(sandbox.backend).destroy(sandbox.ref, keep);
+        } catch (err) {
+          this.logger.warn({ err, sessionId: sandbox.sessionId }, 'reaping an idle sandbox failed; the sweep will remove it');
+        }
+        await this.repo.markGone(sandbox.tenantId, sandbox.sessionId, 'stopped', keep ? sandbox.ref.volume : null);
+        this.logger.info({ tenantId: sandbox.tenantId, sessionId: sandbox.sessionId, keptWorkspace: keep }, 'idle sandbox stopped');
+        reaped++;
+      });
+    }
+    return reaped;
+  }
+
+  /**
+   * The orphan sweep: releases sandboxes whose session was deleted while no executor
+   * answered, then has each runtime remove what carries this executor's mark but belongs
+   * to no live session (leftovers of a crash, pool containers of an earlier process).
+   */
+  async sweep(): Promise<number> {
+    const started = this.now();
+    const liveSessions = new Set((await this.repo.liveRowsOf(this.executorId)).map((r) => r.sessionId));
+    let removed = 0;
+    for (const sandbox of [...this.live.values()]) {
+      if (sandbox.since < started && !liveSessions.has(sandbox.sessionId) && !this.lifecycle.has(sandbox.sessionId)) {
+        if (await this.release(sandbox.tenantId, sandbox.sessionId)) removed++;
+      }
+    }
+    for (const runtime of this.runtimes.values()) removed += await runtime.sweep(() => this.wanted());
+    await this.repo.markRemovedWhereSessionGone(this.executorId);
+    return removed;
+  }
+
+  /** Starts the runtimes' background work (filling the warm pool). */
+  start(): void {
+    for (const runtime of this.runtimes.values()) runtime.start();
+  }
+
+  /** Closes every channel; the sandboxes themselves stay for the next executor process. */
+  async shutdown(): Promise<void> {
+    for (const sandbox of this.live.values()) sandbox.channel?.close('executor shutting down');
+    this.live.clear();
+    await Promise.all([...this.runtimes.values()].map((r) => r.close()));
+  }
+
+  private async acquire(target: CallTarget): Promise<LiveSandbox> {
+    const known = this.usable(target);
+    if (known) return known;
+    return this.lifecycle.run(target.sessionId, async () => this.usable(target) ?? (await this.adoptOrCreate(target)));
+  }
+
+  private usable(target: CallTarget): LiveSandbox | undefined {
+    const sandbox = this.live.get(target.sessionId);
+    if (!sandbox) return undefined;
+    if (sandbox.tenantId !== target.tenantId) throw new SessionNotFoundError(target.sessionId);
+    if (sandbox.backend !== target.backend) throw mismatch(target, sandbox.backend);
+    sandbox.lastUsed = this.now();
+    return sandbox;
+  }
+
+  private async adoptOrCreate(target: CallTarget): Promise<LiveSandbox> {
+    const { tenantId, sessionId, backend } = target;
+    const runtime = this.runtimes.get(backend);
+    if (!runtime) throw new BackendDisabledError(`this executor does not run the ${backend} backend`);
+    const warm = await this.bindWarm(target, runtime);
+    if (warm.sandbox) return warm.sandbox;
+    const { live, record } = warm.lookup ?? (await this.repo.findForCall(tenantId, sessionId));
+    if (!live) throw new SessionNotFoundError(sessionId);
+    if (record && record.state !== 'removed' && record.backend !== backend) throw mismatch(target, record.backend);
+    // Another executor's workspace is on another host: this one starts afresh.
+    const ours = record && record.executorId === this.executorId && record.state !== 'removed' ? record : null;
+    if (ours?.state === 'ready' && (await runtime.isAlive(ours))) return this.remember(target, ours);
+    if (ours) await runtime.destroy(ours, true);
+    return this.create(target, runtime, ours?.volume ?? null);
+  }
+
+  /**
+   * A warm sandbox for a session that has none yet: the session check and the binding are
+   * one transaction. A session that turns out to have a sandbox (or none at all) gives the
+   * warm one back, and the lookup is passed on so it is not made twice.
+   */
+  private async bindWarm(
+    target: CallTarget,
+    runtime: SandboxRuntime,
+  ): Promise<{ sandbox?: LiveSandbox; lookup?: { live: boolean; record: SandboxRecord | null } }> {
+    const warm = runtime.takeWarm();
+    if (!warm) return {};
+    const { channel, ...ref } = warm;
+    let outcome: Awaited<ReturnType<SandboxRepository['bindIfNew']>>;
     try {
-      const ref = await this.driver.create(containerName(sessionId), { [LABEL.session]: sessionId, [LABEL.tenant]: tenantId });
-      await this.repo.save({ tenantId, sessionId, executorId: this.executorId, ...ref, state: 'ready' });
-      this.logger.info({ tenantId, sessionId, containerId: ref.containerId }, 'sandbox created');
-      return this.remember({ tenantId, sessionId, ...ref, lastUsed: Date.now() });
+      outcome = await this.repo.bindIfNew({ ...target, executorId: this.executorId, ...ref, state: 'ready' });
+    } catch (err) {
+      runtime.returnWarm(warm);
+      throw err;
+    }
+    if (!outcome.bound) {
+      runtime.returnWarm(warm);
+      return { lookup: outcome };
+    }
+    const sandbox = this.remember(target, ref);
+    sandbox.channel = channel;
+    this.logger.info({ tenantId: target.tenantId, sessionId: target.sessionId, containerId: ref.containerId, warm: true }, 'sandbox ready');
+    return { sandbox };
+  }
+
+  private async create(target: CallTarget, runtime: SandboxRuntime, workspace: string | null): Promise<LiveSandbox> {
+    const { tenantId, sessionId, backend } = target;
+    const started = this.now();
+    const row = { tenantId, sessionId, backend, executorId: this.executorId };
+    // A session without a workspace to keep (a failed first attempt) may still take a warm one.
+    const warm = workspace === null ? runtime.takeWarm() : undefined;
+    let provisioned: ProvisionedSandbox | undefined = warm;
+    try {
+      if (!provisioned) {
+        // The 'creating' row is written while the sandbox starts, not before it.
+        const [made, saved] = await Promise.allSettled([
+          runtime.provision(tenantId, sessionId, workspace),
+          this.repo.claim({ ...row, containerId: null, volume: workspace, state: 'creating' }),
+        ]);
+        if (made.status === 'fulfilled') provisioned = made.value;
+        else throw made.reason;
+        if (saved.status === 'rejected') throw saved.reason;
+      }
+      const { channel, ...ref } = provisioned;
+      await this.repo.save({ ...row, ...ref, state: 'ready' });
+      const sandbox = this.remember(target, ref);
+      sandbox.channel = channel;
+      this.logger.info({ tenantId, sessionId, backend, containerId: ref.containerId, warm: !!warm, ms: this.now() - started }, 'sandbox ready');
+      return sandbox;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      await this.repo.setState(tenantId, sessionId, 'failed', message);
+      if (provisioned) await runtime.destroy(provisioned, workspace !== null).catch(() => undefined);
+      if (err instanceof SandboxQuotaError) throw err;
+      await this.repo.markGone(tenantId, sessionId, 'failed', workspace, message).catch(() => undefined);
       this.logger.error({ tenantId, sessionId, err }, 'sandbox creation failed');
       throw new SandboxUnavailableError(`could not start the sandbox: ${message}`);
     }
   }
 
-  private remember(sandbox: LiveSandbox): LiveSandbox {
+  private channelOf(sandbox: LiveSandbox): Promise<AgentChannel> {
+    if (sandbox.channel?.isOpen) return Promise.resolve(sandbox.channel);
+    sandbox.connecting ??= this.reconnect(sandbox).finally(() => (sandbox.connecting = undefined));
+    return sandbox.connecting;
+  }
+
+  private async reconnect(sandbox: LiveSandbox): Promise<AgentChannel> {
+    const runtime = this.runtime(sandbox.backend);
+    try {
+      sandbox.channel = await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS);
+      return sandbox.channel;
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (await runtime.isAlive(sandbox.ref)) throw new SandboxUnavailableError(`could not reach the sandbox agent: ${reason}`);
+    }
+    // It died while idle (out of memory, a host restart): a new one, on the same workspace.
+    return this.lifecycle.run(sandbox.sessionId, async () => {
+      if (this.live.get(sandbox.sessionId) !== sandbox) throw new SandboxUnavailableError('the sandbox was removed meanwhile');
+      this.logger.warn({ sessionId: sandbox.sessionId }, 'the sandbox stopped while idle; starting a new one on its workspace');
+      await runtime.destroy(sandbox.ref, true);
+      this.live.delete(sandbox.sessionId);
+      const replacement = await this.create(sandbox, runtime, sandbox.ref.volume);
+      // The caller holds the old object; it becomes the new one.
+      Object.assign(sandbox, { ref: replacement.ref, channel: replacement.channel, since: replacement.since });
+      this.live.set(sandbox.sessionId, sandbox);
+      return replacement.channel ?? (sandbox.channel = await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS));
+    });
+  }
+
+  private remember(target: CallTarget, ref: SandboxRef): LiveSandbox {
+    const now = this.now();
+    const sandbox: LiveSandbox = {
+      tenantId: target.tenantId,
+      sessionId: target.sessionId,
+      backend: target.backend,
+      ref: { containerId: ref.containerId, volume: ref.volume },
+      since: now,
+      lastUsed: now,
+      inFlight: 0,
+    };
     this.live.set(sandbox.sessionId, sandbox);
     return sandbox;
   }
 
-  private async attach(sandbox: LiveSandbox): Promise<AgentChannel> {
-    const channel = await this.driver.attach(sandbox.containerId, () => undefined);
-    try {
-      await channel.ready(ATTACH_TIMEOUT_MS);
-    } catch (err) {
-      channel.close('attach failed');
-      throw new SandboxUnavailableError(`could not reach the sandbox agent: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    return channel;
+  private forget(sandbox: LiveSandbox, why: string): void {
+    this.live.delete(sandbox.sessionId);
+    sandbox.channel?.close(why);
   }
 
-  async closeAll(): Promise<void> {
-    for (const sandbox of this.live.values()) sandbox.channel?.close('executor shutting down');
-    this.live.clear();
+  private isIdle(sandbox: LiveSandbox): boolean {
+    return sandbox.inFlight === 0 && this.now() - sandbox.lastUsed >= this.policy.idleTtlMs;
+  }
+
+  private async wanted(): Promise<WantedResources> {
+    const rows = await this.repo.liveRowsOf(this.executorId);
+    // From here on nothing awaits: memory is read in the same turn the rows arrived.
+    const containers = new Set<string>();
+    const volumes = new Set<string>();
+    for (const row of rows) if (row.volume) volumes.add(row.volume);
+    for (const sandbox of this.live.values()) {
+      if (sandbox.ref.containerId) containers.add(sandbox.ref.containerId);
+      if (sandbox.ref.volume) volumes.add(sandbox.ref.volume);
+    }
+    return { containers, volumes, busySessions: this.lifecycle.keys() };
+  }
+
+  private runtime(backend: SandboxBackend): SandboxRuntime {
+    const runtime = this.runtimes.get(backend);
+    if (!runtime) throw new BackendDisabledError(`this executor does not run the ${backend} backend`);
+    return runtime;
   }
 }
 
-export function containerName(sessionId: string): string {
-  return `runbox-${sessionId}`;
+function mismatch(target: CallTarget, actual: SandboxBackend): BackendMismatchError {
+  return new BackendMismatchError(
+    `session ${target.sessionId} has its sandbox on the ${actual} backend; this call asked for ${target.backend}`,
+  );
 }
 
 function settle(ms: number): Promise<void> {

@@ -13,7 +13,13 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
-import { SandboxService, SandboxUnavailableError, SessionNotFoundError } from '../sandbox/sandbox.service';
+import {
+  BackendDisabledError,
+  BackendMismatchError,
+  SandboxService,
+  SandboxUnavailableError,
+  SessionNotFoundError,
+} from '../sandbox/sandbox.service';
 
 /** The tools that run inside the sandbox agent, by the agent's op name. */
 export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit_file', 'list_files', 'glob', 'grep', 'read_bytes']);
@@ -40,45 +46,51 @@ export class ToolCallHandler {
 
   async handle(req: ToolCallRequest): Promise<ToolCallReply> {
     const executor_id = this.sandboxes.executorId;
-    const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool };
-    if (!SANDBOX_OPS.has(req.tool)) {
-      return { ok: false, executor_id, error: { code: 'unknown_tool', message: `${req.tool} is not a sandbox tool` } };
-    }
+    const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
+    const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
+    if (!SANDBOX_OPS.has(req.tool)) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
+    if (!this.sandboxes.supports(req.backend)) return fail('backend_disabled', refusal(req.backend));
     try {
-      const channel = await this.sandboxes.channelFor(req.tenant_id, req.session_id);
       const args = { ...req.arguments, max_output_chars: req.max_output_chars };
-      const result = await channel.call(req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
+      const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
+      const result = await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
       return { ok: true, executor_id, result };
     } catch (err) {
-      if (err instanceof SessionNotFoundError) {
-        return { ok: false, executor_id, error: { code: 'not_found', message: err.message } };
-      }
-      if (err instanceof SandboxQuotaError) {
-        return { ok: false, executor_id, error: { code: 'quota_exceeded', message: err.message } };
-      }
-      if (err instanceof SandboxUnavailableError) {
-        return { ok: false, executor_id, error: { code: 'sandbox_failed', message: err.message } };
-      }
+      if (err instanceof SessionNotFoundError) return fail('not_found', err.message);
+      if (err instanceof SandboxQuotaError) return fail('quota_exceeded', err.message);
+      if (err instanceof BackendDisabledError) return fail('backend_disabled', refusal(req.backend));
+      if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);
+      if (err instanceof SandboxUnavailableError) return fail('sandbox_failed', err.message);
       if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) {
         const health = await this.sandboxes.diagnose(req.tenant_id, req.session_id);
         this.logger.warn({ ...log, health, reason: err.message }, 'sandbox channel failed');
-        const message =
+        return fail(
+          'sandbox_failed',
           health === 'dead'
-            ? 'the sandbox container died during the call (out of memory, or killed); the next call starts a new one with the same workspace'
-            : `the sandbox did not finish the call: ${err.message}`;
-        return { ok: false, executor_id, error: { code: 'sandbox_failed', message } };
+            ? `the sandbox ${req.backend === 'local' ? 'agent' : 'container'} died during the call (out of memory, or killed); the next call starts a new one with the same workspace`
+            : `the sandbox did not finish the call: ${err.message}`,
+        );
       }
       throw err;
     }
   }
 
   private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
+    // Sent to every executor; only the one holding the session's channel acts, and a
+    // cancel never creates a sandbox.
+    const channel = this.sandboxes.existingChannel(msg.tenant_id, msg.session_id);
+    if (!channel) return { ok: false };
     try {
-      const channel = await this.sandboxes.channelFor(msg.tenant_id, msg.session_id);
       await channel.call('cancel', { target_id: msg.call_id }, 5_000);
       return { ok: true };
     } catch {
       return { ok: false };
     }
   }
+}
+
+function refusal(backend: string): string {
+  return backend === 'local'
+    ? 'the local backend runs commands on the executor host without any isolation; this executor refuses it unless its operator sets RUNBOX_UNSAFE_LOCAL_BACKEND=1'
+    : `this executor does not run the ${backend} backend`;
 }

@@ -46,7 +46,8 @@ export class ExecutorClient {
       return await this.nats.request(
         subject,
         toolCallRequestSchema,
-        request,
+        // The deployment, never the tenant, decides where sandbox tools run.
+        { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
         toolCallReplySchema,
         request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS,
       );

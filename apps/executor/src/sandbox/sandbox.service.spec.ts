@@ -1,0 +1,208 @@
+import type { Logger } from 'pino';
+import { PassThrough } from 'node:stream';
+import { AgentChannel } from './agent-channel';
+import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
+import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
+import { BackendMismatchError, SandboxService, SessionNotFoundError } from './sandbox.service';
+
+/** A channel whose agent answers every call with its op name, after `delayMs`. */
+function echoChannel(delayMs = 0): AgentChannel {
+  const toAgent = new PassThrough();
+  const fromAgent = new PassThrough();
+  toAgent.setEncoding('utf8');
+  toAgent.on('data', (chunk: string) => {
+    for (const line of chunk.split('\n').filter(Boolean)) {
+      const { id, op } = JSON.parse(line);
+      setTimeout(() => fromAgent.write(JSON.stringify({ id, result: { output: op, metadata: {}, is_error: false } }) + '\n'), delayMs);
+    }
+  });
+  return new AgentChannel(toAgent, fromAgent, undefined, false);
+}
+
+class FakeRuntime implements SandboxRuntime {
+  readonly backend = 'docker' as const;
+  provisioned = 0;
+  destroyed: Array<{ ref: SandboxRef; keep: boolean }> = [];
+  alive = new Set<string>();
+  warm: ProvisionedSandbox[] = [];
+  callDelayMs = 0;
+  start(): void {}
+  takeWarm(): ProvisionedSandbox | undefined {
+    return this.warm.shift();
+  }
+  returnWarm(_sandbox: ProvisionedSandbox): void {}
+  async provision(_t: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
+    this.provisioned++;
+    await new Promise((r) => setTimeout(r, 5));
+    const containerId = `c-${sessionId}-${this.provisioned}`;
+    this.alive.add(containerId);
+    return { containerId, volume: workspace ?? `v-${sessionId}` };
+  }
+  async isAlive(ref: SandboxRef): Promise<boolean> {
+    return ref.containerId !== null && this.alive.has(ref.containerId);
+  }
+  async connect(): Promise<AgentChannel> {
+    return echoChannel(this.callDelayMs);
+  }
+  async destroy(ref: SandboxRef, keep: boolean): Promise<void> {
+    if (ref.containerId) this.alive.delete(ref.containerId);
+    this.destroyed.push({ ref, keep });
+  }
+  async sweep(_wanted: () => Promise<WantedResources>): Promise<number> {
+    return 0;
+  }
+  async close(): Promise<void> {}
+}
+
+class FakeRepository {
+  rows = new Map<string, SandboxRecord>();
+  liveSessions = new Map<string, string>(); // session → tenant
+  async findForCall(tenantId: string, sessionId: string) {
+    const live = this.liveSessions.get(sessionId) === tenantId;
+    return { live, record: live ? (this.rows.get(sessionId) ?? null) : null };
+  }
+  async bindIfNew(record: SandboxRecord) {
+    const { live, record: existing } = await this.findForCall(record.tenantId, record.sessionId);
+    if (!live || (existing && existing.state !== 'removed')) return { live, bound: false, record: existing };
+    this.rows.set(record.sessionId, { ...record });
+    return { live, bound: true, record: null };
+  }
+  async find(_tenantId: string, sessionId: string) {
+    return this.rows.get(sessionId) ?? null;
+  }
+  async save(record: SandboxRecord) {
+    this.rows.set(record.sessionId, { ...record });
+  }
+  /** The real one also enforces max_sandboxes; no limits here. */
+  async claim(record: SandboxRecord) {
+    return this.save({ ...record, state: 'creating' });
+  }
+  async markGone(_tenantId: string, sessionId: string, state: SandboxState, volume: string | null) {
+    const row = this.rows.get(sessionId);
+    if (row) this.rows.set(sessionId, { ...row, state, containerId: null, volume });
+  }
+  async liveRowsOf(executorId: string) {
+    return [...this.rows.values()].filter((r) => r.executorId === executorId && r.state !== 'removed' && this.liveSessions.has(r.sessionId));
+  }
+  async markRemovedWhereSessionGone() {
+    return 0;
+  }
+}
+
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
+
+function setup(idleTtlMs = 60_000) {
+  let clock = 1_000;
+  const runtime = new FakeRuntime();
+  const repo = new FakeRepository();
+  const service = new SandboxService(
+    'exec-1',
+    new Map([['docker', runtime]]),
+    repo as unknown as SandboxRepository,
+    { idleTtlMs, keepWorkspaceOnIdle: true },
+    silent,
+    () => clock,
+  );
+  const advance = (ms: number) => (clock += ms);
+  return { runtime, repo, service, advance };
+}
+
+const target = { tenantId: 'ten_a', sessionId: 'ses_1', backend: 'docker' as const };
+
+describe('SandboxService', () => {
+  it('makes one sandbox for concurrent first calls of a session', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    const results = await Promise.all([1, 2, 3].map(() => service.call(target, 'ping', {}, 1000)));
+    expect(results.map((r) => r.output)).toEqual(['ping', 'ping', 'ping']);
+    expect(runtime.provisioned).toBe(1);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1', executorId: 'exec-1' });
+  });
+
+  it("answers another tenant's session like a missing one, and never creates for it", async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await expect(service.call({ ...target, tenantId: 'ten_b' }, 'ping', {}, 1000)).rejects.toBeInstanceOf(SessionNotFoundError);
+    await service.call(target, 'ping', {}, 1000);
+    await expect(service.call({ ...target, tenantId: 'ten_b' }, 'ping', {}, 1000)).rejects.toBeInstanceOf(SessionNotFoundError);
+    expect(runtime.provisioned).toBe(1);
+  });
+
+  it('binds a warm sandbox to a new session in one step, and gives it back to a session that has one', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    repo.liveSessions.set('ses_2', 'ten_a');
+    runtime.alive.add('warm-1');
+    runtime.warm.push({ containerId: 'warm-1', volume: 'warm-1-ws', channel: echoChannel() });
+    const saves: string[] = [];
+    const save = repo.save.bind(repo);
+    repo.save = async (r) => {
+      saves.push(r.state);
+      return save(r);
+    };
+    await service.call(target, 'ping', {}, 1000);
+    expect(runtime.provisioned).toBe(0);
+    expect(saves).toEqual([]);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'warm-1', volume: 'warm-1-ws' });
+
+    // A session whose workspace was kept gets its own container on it; the warm one goes back.
+    repo.rows.set('ses_2', { ...repo.rows.get('ses_1')!, sessionId: 'ses_2', state: 'stopped', containerId: null, volume: 'kept-ws' });
+    const spare = { containerId: 'warm-2', volume: 'warm-2-ws', channel: echoChannel() };
+    runtime.warm.push(spare);
+    runtime.returnWarm = (s) => void runtime.warm.unshift(s);
+    await service.call({ ...target, sessionId: 'ses_2' }, 'ping', {}, 1000);
+    expect(repo.rows.get('ses_2')).toMatchObject({ state: 'ready', containerId: 'c-ses_2-1', volume: 'kept-ws' });
+    expect(runtime.warm).toEqual([spare]);
+  });
+
+  it('reaps an idle sandbox, keeping its workspace, and never one with a call in flight', async () => {
+    const { runtime, repo, service, advance } = setup(1_000);
+    repo.liveSessions.set('ses_1', 'ten_a');
+    repo.liveSessions.set('ses_2', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    runtime.callDelayMs = 50;
+    const busy = service.call({ ...target, sessionId: 'ses_2' }, 'ping', {}, 1000);
+    await new Promise((r) => setTimeout(r, 10));
+    advance(5_000);
+    expect(await service.reapIdle()).toBe(1);
+    await busy;
+    expect(runtime.destroyed).toEqual([{ ref: { containerId: 'c-ses_1-1', volume: 'v-ses_1' }, keep: true }]);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'stopped', containerId: null, volume: 'v-ses_1' });
+
+    // The next call makes a new sandbox on the kept workspace.
+    await service.call(target, 'ping', {}, 1000);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-3', volume: 'v-ses_1' });
+  });
+
+  it('refuses a call for another backend than the one the session already has', async () => {
+    const { repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    await expect(service.call({ ...target, backend: 'local' }, 'ping', {}, 1000)).rejects.toBeInstanceOf(BackendMismatchError);
+  });
+
+  it('re-adopts a running sandbox recorded before a restart, and marks a dead one stopped', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    repo.liveSessions.set('ses_2', 'ten_a');
+    const base = { tenantId: 'ten_a', executorId: 'exec-1', backend: 'docker' as const, state: 'ready' as const };
+    repo.rows.set('ses_1', { ...base, sessionId: 'ses_1', containerId: 'old-1', volume: 'vol-1' });
+    repo.rows.set('ses_2', { ...base, sessionId: 'ses_2', containerId: 'old-2', volume: 'vol-2' });
+    runtime.alive.add('old-1');
+    expect(await service.recover()).toBe(1);
+    expect(repo.rows.get('ses_2')).toMatchObject({ state: 'stopped', volume: 'vol-2' });
+    await service.call(target, 'ping', {}, 1000);
+    expect(runtime.provisioned).toBe(0);
+    expect(repo.rows.get('ses_1')?.containerId).toBe('old-1');
+  });
+
+  it('release removes the sandbox with its workspace and records it removed', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    expect(await service.release('ten_a', 'ses_1')).toBe(true);
+    expect(runtime.destroyed).toEqual([{ ref: { containerId: 'c-ses_1-1', volume: 'v-ses_1' }, keep: false }]);
+    expect(repo.rows.get('ses_1')?.state).toBe('removed');
+    expect(service.existingChannel('ten_a', 'ses_1')).toBeUndefined();
+  });
+});

@@ -1,0 +1,106 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { loadConfig, RunboxConfig } from '@app/config';
+import { ToolResult } from '@app/contracts';
+import { createTestDatabase, queryDatabase, removeExecutorResources, startNats, TestDatabase, TestNats } from '@app/testing';
+import { randomBytes } from 'node:crypto';
+import { ExecutorModule } from '../../src/executor.module';
+import { SandboxBackend } from '../../src/sandbox/sandbox-runtime';
+import { SandboxService } from '../../src/sandbox/sandbox.service';
+
+export interface TestSession {
+  tenantId: string;
+  sessionId: string;
+}
+
+export type SandboxRow = {
+  state: string;
+  container_id: string | null;
+  volume: string | null;
+  executor_id: string;
+  tenant_id: string;
+  backend: string;
+};
+
+/**
+ * One executor (the production module) on its own database and NATS server, without a
+ * gateway: for tests of the sandbox lifecycle that need to reach inside the executor.
+ * Sessions are written straight into the database. `stop()` removes every container and
+ * volume carrying the executor's label.
+ */
+export class ExecutorHarness {
+  readonly executorId = `itest-${randomBytes(5).toString('hex')}`;
+  readonly tenantId = `ten_${randomBytes(8).toString('hex')}`;
+  config!: RunboxConfig;
+  db!: TestDatabase;
+  nats!: TestNats;
+  private app?: INestApplicationContext;
+
+  constructor(private readonly env: Record<string, string> = {}) {}
+
+  async start(): Promise<this> {
+    [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
+    this.config = loadConfig({
+      DATABASE_URL: this.db.url,
+      NATS_URL: this.nats.url,
+      RUNBOX_EXECUTOR_ID: this.executorId,
+      RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
+      ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
+      ...this.env,
+    });
+    await this.sql('INSERT INTO tenants (id, name) VALUES ($1, $2)', [this.tenantId, this.tenantId]);
+    await this.startExecutor();
+    return this;
+  }
+
+  /** Starts the executor; with the same id as before, it is "the executor after a restart". */
+  async startExecutor(): Promise<void> {
+    this.app = await NestFactory.createApplicationContext(ExecutorModule.forRoot(this.config), { logger: false });
+    await this.app.init();
+  }
+
+  async stopExecutor(): Promise<void> {
+    await this.app?.close();
+    this.app = undefined;
+  }
+
+  get<T>(token: new (...args: never[]) => T): T {
+    if (!this.app) throw new Error('the executor is not running');
+    return this.app.get(token);
+  }
+
+  async newSession(): Promise<TestSession> {
+    const sessionId = `ses_${randomBytes(10).toString('hex')}`;
+    await this.sql('INSERT INTO sessions (id, tenant_id) VALUES ($1, $2)', [sessionId, this.tenantId]);
+    return { tenantId: this.tenantId, sessionId };
+  }
+
+  /** What the gateway does on DELETE before it asks the executor to release the sandbox. */
+  async markSessionDeleted(sessionId: string): Promise<void> {
+    await this.sql(`UPDATE sessions SET status = 'deleted', deleted_at = now() WHERE id = $1`, [sessionId]);
+  }
+
+  async sandboxRow(sessionId: string): Promise<SandboxRow | undefined> {
+    const rows = await this.sql<SandboxRow>(
+      'SELECT state, container_id, volume, executor_id, tenant_id, backend FROM sandboxes WHERE session_id = $1',
+      [sessionId],
+    );
+    return rows[0];
+  }
+
+  /** One terminal call through the executor's SandboxService, as its NATS handler makes it. */
+  terminal(session: TestSession, command: string, extra: Record<string, unknown> = {}, backend: SandboxBackend = 'docker'): Promise<ToolResult> {
+    return this.get(SandboxService).call({ ...session, backend }, 'terminal', { command, max_output_chars: 30_000, ...extra }, 60_000);
+  }
+
+  sql<T extends Record<string, unknown>>(text: string, params: unknown[] = []): Promise<T[]> {
+    return queryDatabase<T>(this.db.url, text, params);
+  }
+
+  async stop(): Promise<void> {
+    await this.stopExecutor().catch(() => undefined);
+    await removeExecutorResources(this.executorId);
+    await this.nats?.stop();
+    await this.db?.drop();
+  }
+}

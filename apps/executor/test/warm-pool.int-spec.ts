@@ -1,0 +1,84 @@
+import { countExecutorResources, eventually } from '@app/testing';
+import Docker from 'dockerode';
+import { SandboxPool } from '../src/sandbox/sandbox-pool';
+import { SandboxService } from '../src/sandbox/sandbox.service';
+import { ExecutorHarness } from './support/executor-harness';
+
+/** The warm pool against the real Docker engine: hand-out, binding, refill, restart. */
+describe('warm pool', () => {
+  const docker = new Docker();
+  let harness: ExecutorHarness;
+
+  const poolContainers = async () =>
+    docker.listContainers({ all: true, filters: { label: [`runbox.executor=${harness.executorId}`, 'runbox.pool=true'] } });
+
+  beforeAll(async () => {
+    harness = await new ExecutorHarness({ RUNBOX_WARM_POOL_SIZE: '2', RUNBOX_SANDBOX_SWEEP_SECONDS: '3600' }).start();
+  });
+
+  afterAll(async () => {
+    const executorId = harness.executorId;
+    await harness?.stop();
+    expect(await countExecutorResources(executorId)).toEqual({ containers: 0, volumes: 0 });
+  });
+
+  it('fills up to its size with hardened containers labelled runbox.pool=true', async () => {
+    await eventually('a full pool', async () => harness.get(SandboxPool).ready === 2);
+    const containers = await poolContainers();
+    expect(containers).toHaveLength(2);
+    const info = await docker.getContainer(containers[0].Id).inspect();
+    expect(info.Config.User).toBe('1000:1000');
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(info.HostConfig.ReadonlyRootfs).toBe(true);
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect(info.Config.Labels['runbox.session']).toBeUndefined();
+  });
+
+  it('hands a warm container to a new session, binds it in the sandboxes row, and refills', async () => {
+    const before = new Set((await poolContainers()).map((c) => c.Id));
+    const session = await harness.newSession();
+    const result = await harness.terminal(session, 'export POOLED=yes; cd /tmp; echo ready');
+    expect(result.output).toContain('ready');
+
+    // Labels cannot change after creation: the binding lives in the row.
+    const row = await harness.sandboxRow(session.sessionId);
+    expect(row).toMatchObject({ state: 'ready', tenant_id: session.tenantId, executor_id: harness.executorId });
+    expect(before.has(row!.container_id!)).toBe(true);
+    const info = await docker.getContainer(row!.container_id!).inspect();
+    expect(info.Config.Labels['runbox.pool']).toBe('true');
+    expect(info.Config.Labels['runbox.session']).toBeUndefined();
+
+    await eventually('the pool refilled', async () => harness.get(SandboxPool).ready === 2);
+    expect(await poolContainers()).toHaveLength(3);
+  });
+
+  it('keeps a handed-out pool container through a sweep and an executor restart', async () => {
+    const session = await harness.newSession();
+    await harness.terminal(session, 'cd /tmp && export KEPT=through-restart');
+    const { container_id: containerId } = (await harness.sandboxRow(session.sessionId))!;
+
+    await harness.get(SandboxService).sweep();
+    expect((await docker.getContainer(containerId!).inspect()).State.Running).toBe(true);
+
+    await harness.stopExecutor();
+    // A stopping executor removes the containers still waiting in its pool; bound ones stay.
+    const left = (await poolContainers()).map((c) => c.Id);
+    expect(left).toContain(containerId);
+    expect(left).toHaveLength(2);
+
+    await harness.startExecutor();
+    const after = await harness.terminal(session, 'echo "$PWD $KEPT"');
+    expect(after.output).toContain('/tmp through-restart');
+    expect((await harness.sandboxRow(session.sessionId))!.container_id).toBe(containerId);
+    await eventually('the new pool', async () => harness.get(SandboxPool).ready === 2);
+  });
+
+  it('a session whose sandbox comes from the pool does not see another session\'s state', async () => {
+    const first = await harness.newSession();
+    const second = await harness.newSession();
+    await harness.terminal(first, 'export SECRET=first-only; echo x > /workspace/first.txt');
+    const seen = await harness.terminal(second, 'echo "[$SECRET]"; ls /workspace');
+    expect(seen.output).toContain('[]');
+    expect(seen.output).not.toContain('first.txt');
+  });
+});

@@ -1,0 +1,96 @@
+import Docker from 'dockerode';
+import { TenantCredentials, TestStack } from './support/test-stack';
+
+/**
+ * Every hardening rule of a session container, read back twice: from Docker's own
+ * inspect, and from inside the container through the terminal tool.
+ */
+describe('sandbox hardening', () => {
+  const docker = new Docker();
+  let stack: TestStack;
+  let tenant: TenantCredentials;
+  let sessionId: string;
+  let info: Docker.ContainerInspectInfo;
+
+  const terminal = async (command: string) => {
+    const res = await stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command } } });
+    expect(res.status).toBe(200);
+    return res.body as { output: string; metadata: Record<string, unknown>; is_error: boolean };
+  };
+
+  beforeAll(async () => {
+    stack = await new TestStack({ env: { RUNBOX_SANDBOX_MEMORY_MB: '256', RUNBOX_SANDBOX_CPUS: '0.5', RUNBOX_SANDBOX_PIDS: '128' } }).start();
+    tenant = await stack.createTenant();
+    sessionId = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
+    expect((await stack.request('GET', `/v1/sessions/${sessionId}`, { key: tenant.apiKey })).body.sandbox.state).toBe('none');
+    await terminal('true');
+    const [container] = await docker.listContainers({ filters: { label: [`runbox.session=${sessionId}`] } });
+    info = await docker.getContainer(container.Id).inspect();
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('reports the sandbox ready on the session', async () => {
+    const session = await stack.request('GET', `/v1/sessions/${sessionId}`, { key: tenant.apiKey });
+    expect(session.body.sandbox).toEqual({ state: 'ready' });
+  });
+
+  it('inspects as non-root, no capabilities, no new privileges, read-only root, limited', () => {
+    expect(info.Config.User).toBe('1000:1000');
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(info.HostConfig.CapAdd ?? []).toEqual([]);
+    expect(info.HostConfig.Privileged).toBe(false);
+    expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
+    expect(info.HostConfig.ReadonlyRootfs).toBe(true);
+    expect(Object.keys(info.HostConfig.Tmpfs ?? {})).toEqual(['/tmp']);
+    expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    expect(info.HostConfig.NanoCpus).toBe(500_000_000);
+    expect(info.HostConfig.PidsLimit).toBe(128);
+    expect(info.HostConfig.NetworkMode).toBe('none');
+    expect(info.Config.WorkingDir).toBe('/workspace');
+  });
+
+  it('mounts only its workspace volume, and never the Docker socket', () => {
+    const mounts = info.Mounts.map((m) => ({ type: m.Type, destination: m.Destination, rw: m.RW }));
+    expect(mounts).toEqual([{ type: 'volume', destination: '/workspace', rw: true }]);
+    expect(JSON.stringify(info.Mounts)).not.toContain('docker.sock');
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+  });
+
+  it('runs as uid 1000 with an empty effective capability set', async () => {
+    const result = await terminal('id -u; grep CapEff /proc/self/status');
+    expect(result.output).toMatch(/stdout:\n1000\nCapEff:\s+0000000000000000/);
+  });
+
+  it('sees only the loopback interface', async () => {
+    const result = await terminal('ls /sys/class/net');
+    expect(result.output).toMatch(/stdout:\nlo$/);
+  });
+
+  it('cannot write to the root filesystem, only to /workspace and /tmp', async () => {
+    const result = await terminal('touch /usr/x; echo "usr=$?"; touch /workspace/x && echo ws=ok; touch /tmp/x && echo tmp=ok');
+    expect(result.output).toContain('usr=1');
+    expect(result.output).toContain('Read-only file system');
+    expect(result.output).toContain('ws=ok');
+    expect(result.output).toContain('tmp=ok');
+  });
+
+  it('has no Docker socket and cannot gain privileges', async () => {
+    const result = await terminal('test -e /var/run/docker.sock && echo sock=present || echo sock=absent; grep NoNewPrivs /proc/self/status');
+    expect(result.output).toContain('sock=absent');
+    expect(result.output).toMatch(/NoNewPrivs:\s+1/);
+  });
+
+  it('takes no image, working directory, mount or capability from a request', async () => {
+    for (const extra of [{ image: 'alpine' }, { cwd: '/' }, { mounts: ['/:/host'] }, { cap_add: ['SYS_ADMIN'] }]) {
+      const res = await stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, {
+        key: tenant.apiKey,
+        body: { arguments: { command: 'true', ...extra } },
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('validation_failed');
+    }
+  });
+});
