@@ -41,7 +41,9 @@ export class ExecutorHarness {
   async start(): Promise<this> {
     [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
     this.config = loadConfig({
-      DATABASE_URL: this.db.url,
+      // As in production: tenant work as runbox_app, sweeps as runbox_system.
+      DATABASE_URL: this.db.appUrl,
+      SYSTEM_DATABASE_URL: this.db.url,
       NATS_URL: this.nats.url,
       RUNBOX_EXECUTOR_ID: this.executorId,
       RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
