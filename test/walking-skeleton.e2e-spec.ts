@@ -99,6 +99,10 @@ describe('walking skeleton', () => {
     const volumes = await docker.listVolumes({ filters: { label: [`runbox.session=${id}`] } });
     expect(volumes.Volumes ?? []).toHaveLength(0);
     expect((await stack.request('GET', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(404);
+    // Right after calls that routed it (the gateway remembers a live session's route briefly).
+    const afterDelete = await stack.request('POST', `/v1/sessions/${id}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command: 'true' } } });
+    expect(afterDelete.status).toBe(404);
+    expect(await docker.listContainers({ all: true, filters: { label: [`runbox.session=${id}`] } })).toHaveLength(0);
   });
 
   it("answers another tenant's session and run exactly like missing ones", async () => {

@@ -5,23 +5,30 @@ import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
 import { QuotasService } from '../quotas/quotas.service';
 import { ExecutorClient } from '../tools/executor.client';
+import { ToolRegistry } from '../tools/tool-registry';
 import {
   InvalidToolArgumentsError,
   ToolDispatcher,
   ToolInfrastructureError,
   UnknownToolError,
 } from '../tools/tool-dispatcher';
+import { SessionRouteCache } from './session-route-cache';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
 
 /** A sandbox frees up when a session is deleted or its idle container is reaped. */
 const SANDBOX_RETRY_SECONDS = 30;
+/** How long a session found live routes sandbox tool calls without another database check. */
+const ROUTE_TTL_MS = 2_000;
 
 @Injectable()
 export class SessionsService {
+  private readonly routes = new SessionRouteCache(ROUTE_TTL_MS);
+
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly executor: ExecutorClient,
     private readonly tools: ToolDispatcher,
+    private readonly registry: ToolRegistry,
     private readonly quotas: QuotasService,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -39,6 +46,7 @@ export class SessionsService {
   /** Marks the session deleted, then has its executor remove the container and volume. */
   async delete(tenantId: string, id: string): Promise<void> {
     const session = await this.get(tenantId, id);
+    this.routes.forget(tenantId, id);
     await this.sessions.markDeleted(tenantId, id);
     const released = await this.executor.releaseSession(tenantId, id, session.executorId);
     if (!released) {
@@ -54,16 +62,23 @@ export class SessionsService {
 
   /** POST /v1/sessions/{id}/tools/{name}: one tool call in the sandbox, no model involved. */
   async runTool(tenantId: string, id: string, name: string, args: unknown): Promise<ToolResult> {
-    const route = await this.sessions.toolRoute(tenantId, id);
-    if (!route) throw AppError.notFound('session', id);
+    // Only sandbox tools may skip the check: the executor re-checks (see SessionRouteCache);
+    // a tool that runs in the gateway has nothing after this to refuse a deleted session.
+    const inSandbox = this.registry.get(name)?.runsIn === 'sandbox';
+    let executorId = inSandbox ? this.routes.get(tenantId, id) : undefined;
+    let checkedAt: number | undefined;
+    if (executorId === undefined) {
+      checkedAt = this.routes.time();
+      const route = await this.sessions.toolRoute(tenantId, id);
+      if (!route) throw AppError.notFound('session', id);
+      executorId = route.executorId ?? undefined;
+    }
     try {
-      const { executorId: _executor, ...result } = await this.tools.execute(
-        { tenantId, sessionId: id, executorId: route.executorId },
-        name,
-        args,
-      );
+      const { executorId: servedBy, ...result } = await this.tools.execute({ tenantId, sessionId: id, executorId: executorId ?? null }, name, args);
+      if (inSandbox && checkedAt !== undefined && servedBy) this.routes.set(tenantId, id, servedBy, checkedAt);
       return result;
     } catch (err) {
+      this.routes.forget(tenantId, id);
       if (err instanceof UnknownToolError) throw AppError.notFound('tool', name);
       if (err instanceof InvalidToolArgumentsError) throw AppError.validation(err.message);
       if (err instanceof ToolInfrastructureError) {

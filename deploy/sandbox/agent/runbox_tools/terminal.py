@@ -13,7 +13,10 @@ Design, and why:
   writes the state it ended with: shell variables (exported or not, minus bash's own),
   functions, aliases and the working directory. That is what makes `cd sub`, `export X=1`
   and `source venv/bin/activate` (whose `deactivate` needs unexported variables) carry
-  over to the next call. The trap writes a per-call file and the agent renames it over
+  over to the next call. Restoring and saving spawn nothing (no `$(...)`, no external
+  command): the save unsets bash's own variables as the shell exits and writes one
+  `declare -p`, `declare -f` and `alias -p`; a call after the first starts with an empty
+  environment, which the saved one then fills. The trap writes a per-call file and the agent renames it over
   the state file (atomic; the last call to finish wins), and only for a call that finished
   inline: a call that became a background job, timed out or was cancelled saves nothing,
   so a job ending hours later cannot roll the session back to its old state. Shell options
@@ -21,14 +24,18 @@ Design, and why:
   trap or ends in `exec` saves nothing. The state lives under RUNBOX_AGENT_STATE (default
   /tmp/runbox), outside the workspace the model sees.
 
-* Output goes straight to files. stdout and stderr are opened onto
-  <workspace>/.runbox/jobs/<job_id>/stdout.txt and stderr.txt (next to command.sh and
-  status.json) before the process starts, so a call that outlives its wait window keeps
-  writing them after we return, and nothing is ever buffered in the agent. We read back
-  at most about max_output_chars from each file (head kept, the rest only counted).
+* Output goes straight to files. stdout and stderr are opened onto hidden files
+  <workspace>/.runbox/jobs/.<job_id>.stdout.txt and .stderr.txt before the process
+  starts, and nothing is ever buffered in the agent. A call that outlives its wait window
+  gets its directory <workspace>/.runbox/jobs/<job_id>/ then: the two files are renamed
+  into it as stdout.txt and stderr.txt (same filesystem, so the command keeps writing
+  them), next to command.sh and status.json. A call that ends inline never makes a
+  directory, which saves a few file operations on every call. We read back at most about
+  max_output_chars from each file (head kept, the rest only counted).
 
-* The wait window never kills. The call waits min(max_wait_ms, timeout_seconds). If the
-  command ends first, its result is returned inline and its job directory removed. If the
+* The wait window never kills. The call waits min(max_wait_ms, timeout_seconds), on an
+  Event a thread blocked in waitpid sets (Popen.wait(timeout) polls with growing sleeps).
+  If the command ends first, its result is returned inline and its files removed. If the
   timeout comes first, the group gets SIGTERM, then SIGKILL after KILL_GRACE_S. If the
   wait window comes first, the command becomes a background job: a thread waits for it
   and records the end in status.json; background jobs are not subject to the timeout.
@@ -85,45 +92,44 @@ KILL_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_CHARS = 30000
 RECLAIM_AFTER = timedelta(hours=24)
 RECLAIM_EVERY_S = 3600
+BASH = shutil.which("bash") or "/bin/bash"  # looked up once: later calls pass no PATH
 STATE_COMPLETE_MARK = b"# runbox: state complete\n"
 JOB_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+INLINE_OUTPUT_RE = re.compile(r"^\.([0-9]{8}-[0-9]{6}-[0-9a-f]+)\.(stdout|stderr)\.txt$")
 
 # Every call runs `bash -c BOOTSTRAP bash <runner file> <saved state> <state to write>
 # <command file>`. The command is run with eval on line 1 of the -c script, so bash reports
 # a syntax error like any other error, with the command's own line numbers, and so `cd`,
 # `export` and `source` act on this shell, whose state the EXIT trap then saves. RUNNER
 # lives in a file rather than in argv so `ps` shows a short command line.
-BOOTSTRAP = '. "$1"; eval "$(<"$__runbox_cmdfile")"'
+BOOTSTRAP = '. "$1"; eval "$__runbox_cmd"'
+
+# Nothing in the runner spawns a process (no $(...), pipes or external commands) and it
+# loops over nothing: each fork, or a loop over every variable, costs about a millisecond
+# on every call. The saved state is three builtin dumps behind one redirection.
 RUNNER = r"""# runbox terminal runner: restores the session's shell state, saves it on exit.
-__runbox_saved=$2 __runbox_pending=$3 __runbox_cmdfile=$4
+__runbox_saved=$2 __runbox_pending=$3
+IFS= builtin read -r -d '' __runbox_cmd <"$4"
 set --
 shopt -s expand_aliases
 
-# Variables bash maintains itself: restoring them would be refused, or would freeze
-# RANDOM, SECONDS and the like.
-__runbox_skip() {
-  case $1 in
-    __runbox_*|BASH|BASH_*|BASHOPTS|BASHPID|SHELLOPTS|SHLVL|PWD|IFS|_|\
-    COLUMNS|LINES|DIRSTACK|EUID|UID|PPID|GROUPS|FUNCNAME|HISTCMD|LINENO|\
-    OPTARG|OPTIND|OPTERR|PIPESTATUS|RANDOM|SRANDOM|SECONDS|EPOCHREALTIME|EPOCHSECONDS|\
-    COMP_*|PS1|PS2|PS3|PS4|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE) return 0 ;;
-  esac
-  return 1
-}
-
+# Runs as the shell exits, so bash's own variables (restoring them would be refused, or
+# would freeze RANDOM, SECONDS and the like) and ours can be unset first, and one
+# `declare -p` holds just the session's. The few read-only ones that survive the unset
+# are refused, harmlessly, on restore. `declare -f` includes the runner's functions;
+# restoring those redefines them as they are. $1: the file to write, $2: the directory.
 __runbox_save_state() {
-  builtin local IFS=$' \t\n' __runbox_v
+  builtin unset -v "${!BASH@}" "${!COMP_@}" "${!__runbox_@}" BASHOPTS SHELLOPTS SHLVL \
+    PWD IFS _ COLUMNS LINES DIRSTACK EUID UID PPID GROUPS FUNCNAME HISTCMD LINENO \
+    OPTARG OPTIND OPTERR PIPESTATUS RANDOM SRANDOM SECONDS EPOCHREALTIME EPOCHSECONDS \
+    PS1 PS2 PS3 PS4 HOSTNAME HOSTTYPE MACHTYPE OSTYPE 2>/dev/null
   {
-    for __runbox_v in $(builtin compgen -v); do
-      __runbox_skip "$__runbox_v" || builtin declare -p "$__runbox_v"
-    done
-    for __runbox_v in $(builtin compgen -A function); do
-      [[ $__runbox_v == __runbox_* ]] || builtin declare -f "$__runbox_v"
-    done
+    builtin declare -p
+    builtin declare -f
     builtin alias -p
-    builtin printf '__runbox_cwd=%q\n' "$PWD"
+    builtin printf '__runbox_cwd=%q\n' "$2"
     builtin echo '# runbox: state complete'
-  } >"$__runbox_pending" 2>/dev/null
+  } >"$1" 2>/dev/null
 }
 
 # Options the command set (errexit, xtrace, nounset) must not break or litter the save;
@@ -131,15 +137,14 @@ __runbox_save_state() {
 # the session may have defined functions named cd, exit, set (rvm and others do).
 __runbox_exit() {
   { builtin set +xeu; } 2>/dev/null
-  __runbox_save_state
+  __runbox_save_state "$__runbox_pending" "$PWD"
   builtin exit "$1"
 }
 
 if [[ -f $__runbox_saved ]]; then
-  # Start from the saved environment rather than the agent's, so `unset X` carries over.
-  for __runbox_v in $(builtin compgen -e); do
-    __runbox_skip "$__runbox_v" || builtin unset "$__runbox_v" 2>/dev/null
-  done
+  # The agent started this shell with an empty environment: the saved variables replace
+  # its own, so `unset X` carries over. These are the defaults bash made up instead.
+  builtin unset -v PATH SHELL TERM OLDPWD
   # Sourced at top level, not in a function, so `declare` makes globals.
   builtin . "$__runbox_saved" 2>/dev/null
   builtin cd -- "$__runbox_cwd" 2>/dev/null \
@@ -158,10 +163,19 @@ class _Call:
         self.command = command
         self.request_id = request_id
         self.dir = os.path.join(_jobs_dir(), job_id)
-        self.pending_state = os.path.join(_state_dir(), "pending", job_id + ".sh")
+        pending = os.path.join(_state_dir(), "pending", job_id)
+        self.pending_state = pending + ".sh"
+        self.command_file = pending + ".cmd"
+        # Output goes to hidden files beside the job directories; only a call that becomes a
+        # background job gets its directory, and they are moved into it (same filesystem,
+        # so the running command keeps writing the same files).
+        self.files = {name: os.path.join(_jobs_dir(), ".%s.%s.txt" % (job_id, name))
+                      for name in ("stdout", "stderr")}
         self.proc = None
+        self.exited = threading.Event()
         self.status = {}
         self.started = time.monotonic()
+        self.started_at = _now_iso()
         self.background = False
         self.finished = False
         self.cancelled = False
@@ -169,6 +183,10 @@ class _Call:
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def wait(self, timeout=None):
+        """True once the process has exited (and been waited for)."""
+        return self.exited.wait(timeout)
 
 
 _lock = threading.Lock()
@@ -374,32 +392,41 @@ def _update_status(call, **changes):
 
 
 def _prepare(call):
-    os.makedirs(call.dir, exist_ok=True)
+    os.makedirs(_jobs_dir(), exist_ok=True)
     os.makedirs(os.path.dirname(call.pending_state), mode=0o700, exist_ok=True)
-    with open(call.path("command.sh"), "w", encoding="utf-8") as f:
-        f.write(call.command + "\n")
+    with open(call.command_file, "w", encoding="utf-8") as f:
+        f.write(call.command)
+
+
+def _environment():
+    """The first call's environment; later ones start empty and source the saved one."""
+    if os.path.exists(_state_file()):
+        return {}
+    return dict(os.environ, TERM="dumb", PAGER="cat", GIT_PAGER="cat")
 
 
 def _spawn(call):
-    env = dict(os.environ, TERM="dumb", PAGER="cat", GIT_PAGER="cat")
-    argv = ["bash", "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
-            _runner_file(), _state_file(), call.pending_state, call.path("command.sh")]
-    with open(call.path("stdout.txt"), "wb") as out, open(call.path("stderr.txt"), "wb") as err:
+    env = _environment()
+    argv = [BASH, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
+            _runner_file(), _state_file(), call.pending_state, call.command_file]
+    with open(call.files["stdout"], "wb") as out, open(call.files["stderr"], "wb") as err:
         call.proc = subprocess.Popen(
             argv, cwd=_workspace(), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             start_new_session=True, close_fds=True)
-    stat = _proc_stat(call.proc.pid)
-    call.status = {
-        "job_id": call.job_id, "status": "running", "pid": call.proc.pid,
-        "command": call.command, "started_at": _now_iso(), "finished_at": None,
-        "exit_code": None, "pid_start_ticks": stat.starttime if stat else None,
-    }
-    _update_status(call)
+    # Popen.wait(timeout) polls with growing sleeps (about 2 ms lost on a short command);
+    # a thread blocked in waitpid wakes the moment the command exits.
+    threading.Thread(target=_wait_exit, args=(call,), daemon=True,
+                     name="runbox-wait-%s" % call.job_id).start()
+
+
+def _wait_exit(call):
+    call.proc.wait()
+    call.exited.set()
 
 
 def _start(command, request_id):
     call = _Call(_new_job_id(), command, request_id)
-    # Registered before the spawn so the reclaimer never takes its directory or state file.
+    # Registered before the spawn so the reclaimer never takes its files or state file.
     with _lock:
         _calls[call.job_id] = call
     try:
@@ -407,9 +434,39 @@ def _start(command, request_id):
         _spawn(call)
     except OSError as e:
         _forget(call)
-        shutil.rmtree(call.dir, ignore_errors=True)
+        _discard_state(call)
+        _remove_call_files(call)
         raise ToolError("could not start the command: %s" % e, code="spawn_failed")
     return call
+
+
+def _remove_call_files(call):
+    for path in call.files.values():
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _promote(call):
+    """Give a call that outlives its wait window its job directory and status.json."""
+    try:
+        os.makedirs(call.dir, exist_ok=True)
+        for name, path in list(call.files.items()):
+            moved = call.path(name + ".txt")
+            os.replace(path, moved)
+            call.files[name] = moved
+        with open(call.path("command.sh"), "w", encoding="utf-8") as f:
+            f.write(call.command + "\n")
+    except OSError:
+        pass  # the workspace is full or read-only: the output stays where it is
+    stat = _proc_stat(call.proc.pid)
+    call.status = {
+        "job_id": call.job_id, "status": "running", "pid": call.proc.pid,
+        "command": call.command, "started_at": call.started_at, "finished_at": None,
+        "exit_code": None, "pid_start_ticks": stat.starttime if stat else None,
+    }
+    _update_status(call)
 
 
 def _forget(call):
@@ -451,10 +508,12 @@ def _adopt_state(call):
 
 
 def _discard_state(call):
-    try:
-        os.unlink(call.pending_state)
-    except OSError:
-        pass
+    """Drop the call's pending state and its command file (read by bash as it starts)."""
+    for path in (call.pending_state, call.command_file):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------------------------------
@@ -511,8 +570,8 @@ def _cut_note(cut, limit):
 def _streams(call, limit, header_len, suffix=""):
     """The stdout/stderr sections of a result, cut to what is left of `limit`."""
     budget = max(limit - header_len - 120, limit // 2)
-    out, out_total = _read_head(call.path("stdout.txt"), budget)
-    err, err_total = _read_head(call.path("stderr.txt"), budget)
+    out, out_total = _read_head(call.files["stdout"], budget)
+    err, err_total = _read_head(call.files["stderr"], budget)
     out_keep, err_keep = _split_budget(out_total, err_total, budget)
     parts = []
     for name, text, total, keep in (("stdout", out, out_total, out_keep),
@@ -553,8 +612,8 @@ def _finished_result(call, outcome, limit, timeout_s):
 
 def _background_result(call, limit, wait_s):
     pid = call.proc.pid
-    files = {"status_file": call.path("status.json"), "stdout_file": call.path("stdout.txt"),
-             "stderr_file": call.path("stderr.txt")}
+    files = {"status_file": call.path("status.json"), "stdout_file": call.files["stdout"],
+             "stderr_file": call.files["stderr"]}
     lines = [
         "status: running",
         "note: still running after %d ms, so it goes on as a background job (not killed). "
@@ -569,18 +628,9 @@ def _background_result(call, limit, wait_s):
 # ---------------------------------------------------------------------------------------
 # Waiting
 
-def _reap(proc, timeout):
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass  # unkillable (uninterruptible I/O); report the exit code as unknown
-
-
 def _wait(call, timeout_s, wait_s):
     """Wait for the call; return "exited", "timed_out", "cancelled" or "background"."""
-    try:
-        call.proc.wait(timeout=min(timeout_s, wait_s))
-    except subprocess.TimeoutExpired:
+    if not call.wait(min(timeout_s, wait_s)):
         with _lock:
             # Under the lock so a cancel cannot slip in between the check and the change.
             if not call.cancelled and timeout_s > wait_s:
@@ -589,8 +639,9 @@ def _wait(call, timeout_s, wait_s):
         if not call.cancelled:
             call.timed_out = True
             _kill_group(call.proc.pid)
-        # A cancelled call is being killed by `cancel`; this only waits for that.
-        _reap(call.proc, KILL_GRACE_S + 5)
+        # A cancelled call is being killed by `cancel`; this only waits for that. One that
+        # outlives even SIGKILL (uninterruptible I/O) reports its exit code as unknown.
+        call.wait(KILL_GRACE_S + 5)
     with _lock:
         call.finished = True
         if call.cancelled:
@@ -600,7 +651,7 @@ def _wait(call, timeout_s, wait_s):
 
 def _watch(call):
     """Background job: record its end in status.json once it exits."""
-    call.proc.wait()
+    call.wait()
     _update_status(call, status="exited", exit_code=_exit_code(call.proc.returncode),
                    finished_at=_now_iso())
     # Its state is not adopted: newer calls have moved the session on since.
@@ -619,7 +670,7 @@ def _finish_inline(call, outcome):
         _adopt_state(call)
     else:
         _discard_state(call)
-    shutil.rmtree(call.dir, ignore_errors=True)
+    _remove_call_files(call)
     _forget(call)
     _reap_orphans()
 
@@ -634,10 +685,11 @@ def terminal(args, request_id=None):
     call = _start(command, request_id)
     outcome = _wait(call, timeout_s, wait_s)
     if outcome == "background":
+        _promote(call)
         result = _background_result(call, limit, wait_s)
         _go_background(call)
         return result
-    # Read the output before the job directory holding it goes away.
+    # Read the output before its files go away.
     result = _finished_result(call, outcome, limit, timeout_s)
     _finish_inline(call, outcome)
     return result
@@ -744,11 +796,20 @@ def _reclaim_one(job_dir, job_id, now):
         shutil.rmtree(job_dir, ignore_errors=True)
 
 
+def _drop_stale_output(path, job_id):
+    # .<job_id>.stdout.txt of an inline call that an agent before this one never finished.
+    if not _tracked(job_id):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _drop_stale_pending_states():
     # Left by calls of an agent that is gone; ours are tracked until used or dropped.
     pending = os.path.join(_state_dir(), "pending")
     for name in os.listdir(pending) if os.path.isdir(pending) else ():
-        if not _tracked(name[:-3]):
+        if not _tracked(name.partition(".")[0]):
             try:
                 os.unlink(os.path.join(pending, name))
             except OSError:
@@ -761,6 +822,10 @@ def reclaim_jobs():
     now = datetime.now(timezone.utc)
     for job_id in os.listdir(jobs) if os.path.isdir(jobs) else ():
         job_dir = os.path.join(jobs, job_id)
+        inline_output = INLINE_OUTPUT_RE.match(job_id)
+        if inline_output:
+            _drop_stale_output(job_dir, inline_output.group(1))
+            continue
         if JOB_ID_RE.match(job_id) and os.path.isdir(job_dir):
             try:
                 _reclaim_one(job_dir, job_id, now)

@@ -177,6 +177,22 @@ class ShellStateTests(TerminalTestCase):
         self.assertEqual(self.stdout_of(result), "%s\n[]\nno-deactivate" % original_path,
                          result["output"])
 
+    def test_arrays_integers_and_multiline_values_persist(self):
+        self.run_cmd("arr=(a 'b c'); declare -A m=([k]=v); declare -i n=5; x=$'two\\nlines'")
+        result = self.run_cmd("echo \"${arr[1]}|${m[k]}|$((n + 1))\"; echo \"$x\"")
+        self.assertEqual(self.stdout_of(result), "b c|v|6\ntwo\nlines", result["output"])
+
+    def test_bash_own_variables_are_not_frozen(self):
+        self.run_cmd("true")
+        first = self.stdout_of(self.run_cmd("echo $RANDOM$RANDOM $SHLVL"))
+        second = self.stdout_of(self.run_cmd("echo $RANDOM$RANDOM $SHLVL"))
+        self.assertNotEqual(first, second)
+        self.assertEqual((first.split()[1], second.split()[1]), ("1", "1"))
+
+    def test_unset_path_persists(self):
+        self.run_cmd("unset PATH")
+        self.assertEqual(self.stdout_of(self.run_cmd("echo \"[${PATH-unset}]\"")), "[unset]")
+
     def test_background_job_does_not_save_its_state(self):
         result = self.run_cmd("sleep 0.4; cd /", max_wait_ms=250)
         self.assertTrue(result["metadata"]["background"], result["output"])
