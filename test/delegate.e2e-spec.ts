@@ -128,8 +128,18 @@ describe('delegate_task', () => {
       },
       { content: 'done' },
     );
-    const { id, session_id } = await runs.start({ input: 'PARENT: two helpers', toolset: 'coding', tools: ['read_file', 'list_files', 'grep', 'delegate_task'] });
+    const { id, session_id } = await runs.start({
+      input: 'PARENT: two helpers',
+      system: 'Tools:\n{{tools}}',
+      toolset: 'coding',
+      tools: ['read_file', 'list_files', 'grep', 'delegate_task'],
+    });
     expect((await runs.wait(id)).status).toBe('completed');
+
+    // The parent's system text comes along, its {{tools}} listing the sub-run's own tools.
+    const narrowSystem = requestsOf(narrow)[0].body.messages[0];
+    expect(narrowSystem.role).toBe('system');
+    expect(narrowSystem.content?.split('\n').map((l) => l.split(':')[0])).toEqual(['Tools', '- grep', '- list_files', '- read_file']);
 
     expect(ScriptedModelServer.offeredTools(requestsOf(wide)[0])).toEqual(['delegate_task', 'grep', 'list_files', 'read_file']);
     expect(ScriptedModelServer.offeredTools(requestsOf(narrow)[0])).toEqual(['grep', 'list_files', 'read_file']);
@@ -225,10 +235,95 @@ describe('delegate_task', () => {
     expect((await runs.tool(session_id, 'read_file', { path: 'b.txt' })).output).toContain('B');
     const events = await readRunEvents(stack.url, runs.key, id);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
-    expect(events.filter((e) => e.event === 'run.resumed').map((e) => e.data)).toEqual([
-      expect.objectContaining({ reason: 'approval', subrun_id: subRunId }),
-      expect.objectContaining({ reason: 'approval', subrun_id: subRunId }),
-    ]);
+    // Back to running after the decisions (once or twice: the sub-run may ask again before the parent looks).
+    const resumed = events.filter((e) => e.event === 'run.resumed');
+    expect(resumed.length).toBeGreaterThanOrEqual(1);
+    for (const e of resumed) expect(e.data).toMatchObject({ reason: 'approval', subrun_id: subRunId });
+    const types = events.map((e) => e.event);
+    expect(types.lastIndexOf('run.resumed')).toBeGreaterThan(types.lastIndexOf('run.requires_approval'));
+  });
+
+  it('a call waiting two levels down holds every run above it, and the top run’s endpoint decides it', async () => {
+    const child = 'NESTED-CHILD: delegate the writing.';
+    const grandchild = 'NESTED-GRANDCHILD: write the file.';
+    model.route(sentBy(child), { toolCalls: [{ id: 'call_g', name: 'delegate_task', arguments: { task: grandchild } }] }, { content: 'child done' });
+    model.route(sentBy(grandchild), { toolCalls: [{ id: 'call_deep', name: 'write_file', arguments: { path: 'deep.txt', content: 'deep' } }] }, { content: 'grandchild done' });
+    model.enqueue({ toolCalls: [{ id: 'call_c', name: 'delegate_task', arguments: { task: child } }] }, { content: 'top done' });
+    const { id, session_id } = await runs.start({ input: 'PARENT: nested approval', toolset: 'coding', approval_mode: 'prompt' });
+    const pending = await eventually('the top run to show the deep call', async () => {
+      const body = (await runs.get(id)).body;
+      return body.status === 'requires_approval' && body.pending_approvals.length > 0 ? body.pending_approvals : undefined;
+    });
+    const [childRun] = await subRunsOf(id);
+    const [grandchildRun] = await subRunsOf(childRun.id);
+    expect(pending).toEqual([expect.objectContaining({ tool_call_id: 'call_deep', run_id: grandchildRun.id })]);
+    expect((await runs.get(childRun.id)).body.status).toBe('requires_approval');
+    const held = await readRunEvents(stack.url, runs.key, id, { until: (e) => e.event === 'run.requires_approval' });
+    expect(held[held.length - 1].data).toMatchObject({ tool_call_ids: ['call_deep'], subrun_id: childRun.id });
+    expect(held.find((e) => e.event === 'subrun.approval_required')?.data).toMatchObject({ subrun_id: grandchildRun.id, tool_call_id: 'call_deep' });
+
+    const decided = await runs.decide(id, { tool_call_id: 'call_deep', decision: 'approve' });
+    expect(decided.body).toMatchObject({ id, tool_call_run_id: grandchildRun.id });
+    expect((await runs.wait(id)).output).toBe('top done');
+    expect((await runs.get(childRun.id)).body).toMatchObject({ status: 'completed', output: 'child done' });
+    expect((await runs.tool(session_id, 'read_file', { path: 'deep.txt' })).output).toContain('deep');
+  });
+
+  it('two sub-runs waiting at once: the parent lists both, a call id both use must be decided on its own sub-run', async () => {
+    const first = 'TWIN-1: write your file.';
+    const second = 'TWIN-2: write your file.';
+    for (const [task, path] of [
+      [first, 'one.txt'],
+      [second, 'two.txt'],
+    ]) {
+      model.route(sentBy(task), { toolCalls: [{ id: 'call_w', name: 'write_file', arguments: { path, content: path } }] }, { content: `${path} written` });
+    }
+    model.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_d1', name: 'delegate_task', arguments: { task: first } },
+          { id: 'call_d2', name: 'delegate_task', arguments: { task: second } },
+        ],
+      },
+      (req) => ({ content: req.body.messages.filter((m) => m.role === 'tool').map((m) => m.content).sort().join(' + ') }),
+    );
+    const { id } = await runs.start({ input: 'PARENT: twins', toolset: 'coding', approval_mode: 'prompt' });
+    const pending = await eventually('both sub-runs to wait', async () => {
+      const body = (await runs.get(id)).body;
+      return body.status === 'requires_approval' && body.pending_approvals.length === 2 ? (body.pending_approvals as Array<{ tool_call_id: string; run_id: string }>) : undefined;
+    });
+    const subRunIds = (await subRunsOf(id)).map((r) => r.id as string);
+    expect(pending.map((p) => p.run_id).sort()).toEqual([...subRunIds].sort());
+    expect(pending.map((p) => p.tool_call_id)).toEqual(['call_w', 'call_w']);
+    // A client following only the parent is told of both.
+    const seen = new Set<string>();
+    const events = await readRunEvents(stack.url, runs.key, id, {
+      until: (e) => {
+        if (e.event === 'subrun.approval_required') seen.add(e.data.subrun_id);
+        return seen.size === 2;
+      },
+    });
+    expect(events.filter((e) => e.event === 'run.requires_approval')).toHaveLength(1);
+
+    const ambiguous = await runs.decide(id, { tool_call_id: 'call_w', decision: 'approve' });
+    expect(ambiguous.status).toBe(409);
+    expect(ambiguous.body.error).toMatchObject({ code: 'conflict', details: { run_ids: expect.arrayContaining(subRunIds) } });
+    for (const subRunId of subRunIds) expect((await runs.decide(subRunId, { tool_call_id: 'call_w', decision: 'approve' })).status).toBe(200);
+    expect((await runs.wait(id)).output).toBe('one.txt written + two.txt written');
+  });
+
+  it('does not count sub-runs against the tenant’s run quotas; their parent already counts', async () => {
+    const limited = new RunsClient(stack, (await stack.createTenant(undefined, { runs_per_minute: 2 })).apiKey);
+    const task = 'QUOTA: answer at once.';
+    model.route(sentBy(task), { content: 'quick' });
+    model.enqueue({ toolCalls: [{ id: 'call_d', name: 'delegate_task', arguments: { task } }] }, { content: 'first done' }, { content: 'second done' });
+    const first = await limited.start({ input: 'PARENT: quota one', toolset: 'coding' });
+    expect((await limited.wait(first.id)).output).toBe('first done');
+    const second = await limited.create({ input: 'PARENT: quota two' });
+    expect(second.status).toBe(202);
+    expect((await limited.wait(second.body.id)).output).toBe('second done');
+    const third = await limited.create({ input: 'PARENT: quota three' });
+    expect(third.status).toBe(429);
   });
 
   it('cancelling the parent cancels its sub-run and stops the sub-run’s command in the sandbox', async () => {

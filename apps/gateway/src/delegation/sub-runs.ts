@@ -106,36 +106,39 @@ export class SubRuns {
   }
 
   /**
-   * Marks the parent and the runs above it as waiting for the approvals their sub-runs
-   * wait for. Each gets `subrun.approval_required` for every such call below it and
-   * `run.requires_approval` naming the sub-run it waits on.
+   * Marks the parent and the runs above it as waiting for the approvals the sub-run (or a
+   * run below it) waits for. Each gets `subrun.approval_required` for every such call, and
+   * the one that changes state also `run.requires_approval` naming the sub-run it waits on
+   * and every call waiting below it.
    */
   private async holdAncestors(parent: RunView, waitingSubRunId: string): Promise<void> {
+    const { tenantId } = parent;
+    const subtree = [waitingSubRunId, ...(await this.runs.activeDescendants(tenantId, waitingSubRunId)).map((r) => r.id)];
+    const approvals: NewEvent[] = [];
+    for (const runId of subtree) {
+      for (const call of await this.toolCalls.awaiting(tenantId, runId)) {
+        approvals.push({
+          type: 'subrun.approval_required',
+          data: {
+            subrun_id: runId,
+            tool_call_id: call.callId,
+            name: call.name,
+            arguments: call.arguments,
+            reason: call.reason,
+            expires_at: call.expiresAt?.toISOString() ?? null,
+          },
+        });
+      }
+    }
     let run: RunView | null = parent;
     let below = waitingSubRunId;
     while (run) {
-      const events: NewEvent[] = [];
-      const callIds: string[] = [];
-      for (const sub of await this.runs.activeDescendants(run.tenantId, run.id)) {
-        for (const call of await this.toolCalls.awaiting(run.tenantId, sub.id)) {
-          callIds.push(call.callId);
-          events.push({
-            type: 'subrun.approval_required',
-            data: {
-              subrun_id: sub.id,
-              tool_call_id: call.callId,
-              name: call.name,
-              arguments: call.arguments,
-              reason: call.reason,
-              expires_at: call.expiresAt?.toISOString() ?? null,
-            },
-          });
-        }
-      }
-      events.push({ type: 'run.requires_approval', data: { tool_call_ids: callIds, subrun_id: below } });
-      this.events.announce(run.id, await this.runs.holdForSubRun(run.tenantId, run.id, events));
+      const waiting: string[] = [];
+      for (const sub of await this.runs.activeDescendants(tenantId, run.id)) waiting.push(...(await this.toolCalls.awaiting(tenantId, sub.id)).map((c) => c.callId));
+      const held: NewEvent = { type: 'run.requires_approval', data: { tool_call_ids: waiting, subrun_id: below } };
+      this.events.announce(run.id, await this.runs.holdForSubRun(tenantId, run.id, approvals, held));
       below = run.id;
-      run = run.parentRunId ? await this.runs.find(run.tenantId, run.parentRunId) : null;
+      run = run.parentRunId ? await this.runs.find(tenantId, run.parentRunId) : null;
     }
   }
 

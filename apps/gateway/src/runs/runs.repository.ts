@@ -198,16 +198,18 @@ export class RunsRepository {
   /**
    * running → requires_approval while one of the run's sub-runs waits for an approval: its
    * worker is still there (waiting on the sub-run), but a client sees that the run waits
-   * for someone. Returns the numbers of `events` (none when nothing changed).
+   * for someone. Writes `approvals` (the calls waiting below), and `held` when the status
+   * changed; a run already waiting gets only `approvals`. Returns the events' numbers.
    */
-  async holdForSubRun(tenantId: string, runId: string, events: NewEvent[]): Promise<number[]> {
+  async holdForSubRun(tenantId: string, runId: string, approvals: NewEvent[], held: NewEvent): Promise<number[]> {
     return this.db.tenant(tenantId, async (tx) => {
       const locked = await lockRun(tx, tenantId, runId);
-      if (!locked || locked.status !== 'running') return [];
+      if (!locked || (locked.status !== 'running' && locked.status !== 'requires_approval')) return [];
       const waiting = await tx.run.count({ where: { tenantId, parentRunId: runId, status: 'requires_approval' } });
       if (waiting === 0) return [];
+      if (locked.status === 'requires_approval') return appendEventsTx(tx, tenantId, runId, approvals);
       await tx.run.update({ where: { id: runId }, data: { status: 'requires_approval' } });
-      return appendEventsTx(tx, tenantId, runId, events);
+      return appendEventsTx(tx, tenantId, runId, [...approvals, held]);
     });
   }
 
