@@ -1,5 +1,5 @@
 import { RecordedRequest, ScriptedModelServer } from '@app/testing';
-import { eventually, RunsClient } from './support/runs';
+import { eventually, gate, RunsClient } from './support/runs';
 import { readRunEvents } from './support/sse';
 import { TestStack } from './support/test-stack';
 
@@ -89,6 +89,35 @@ describe('delegate_task across a gateway crash', () => {
     });
     expect(log.split('\n').filter((l) => l === 'start')).toHaveLength(1);
     console.log(`sub-run resumed after a gateway SIGKILL: ${JSON.stringify({ lease_seconds: LEASE_SECONDS, kill_to_parent_completed_ms: killToAnswerMs })}`);
+  });
+
+  it('an orderly stop (SIGTERM) lets go of the parent and its sub-run together, so the next gateway continues both without waiting for a lease', async () => {
+    const task = 'HANDOVER: answer after the gateway restarts.';
+    const hold = gate();
+    model.route(
+      sentBy(task),
+      async () => {
+        await hold.wait;
+        return { status: 500, body: 'nobody is listening any more' };
+      },
+      { content: 'child after handover' },
+    );
+    model.enqueue({ toolCalls: [{ id: 'call_d', name: 'delegate_task', arguments: { task } }] }, (req) => ({
+      content: `parent saw: ${req.body.messages.find((m) => m.tool_call_id === 'call_d')?.content}`,
+    }));
+    const { id } = await runs.start({ input: 'PARENT: orderly stop', toolset: 'coding' });
+    await eventually('the sub-run to ask its model', async () => (model.requests.filter(sentBy(task)).length === 1 ? true : undefined));
+
+    await stack.killGateway('SIGTERM');
+    hold.open();
+    await stack.startGatewayProcess();
+    expect(await runs.wait(id, undefined, 90_000)).toMatchObject({ status: 'completed', output: 'parent saw: child after handover' });
+    const sub = await onlySubRun(id);
+    // Both were handed back, not taken over from a dead worker.
+    for (const runId of [id, sub.id]) {
+      const events = await readRunEvents(stack.url, runs.key, runId);
+      expect(events.find((e) => e.event === 'run.resumed')?.data).toMatchObject({ reason: 'requeued', recoveries: 0 });
+    }
   });
 
   it('a sub-run’s pending approval survives a crash and is decided through the parent on the restarted gateway', async () => {
