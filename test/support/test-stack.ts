@@ -55,7 +55,17 @@ export class TestStack {
 
   constructor(private readonly options: StackOptions = {}) {}
 
+  /** Starts everything; if any part fails, stops what did start before rethrowing. */
   async start(): Promise<this> {
+    try {
+      return await this.startParts();
+    } catch (err) {
+      await this.stop().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async startParts(): Promise<this> {
     this.nats = await startNats();
     this.db = await createTestDatabase();
     this.env = {

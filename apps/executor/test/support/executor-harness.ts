@@ -38,7 +38,17 @@ export class ExecutorHarness {
 
   constructor(private readonly env: Record<string, string> = {}) {}
 
+  /** Starts everything; if any part fails, stops what did start before rethrowing. */
   async start(): Promise<this> {
+    try {
+      return await this.startParts();
+    } catch (err) {
+      await this.stop().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async startParts(): Promise<this> {
     [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
     this.config = loadConfig({
       // As in production: tenant work as runbox_app, sweeps as runbox_system.
