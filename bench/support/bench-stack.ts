@@ -1,4 +1,4 @@
-import { freePort, startNats, stopProcess, TEST_ROLES, TestNats } from '@app/testing';
+import { freePort, startNats, stopProcess, TEST_ROLES, TestNats, urlWithRole } from '@app/testing';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -37,8 +37,8 @@ export class BenchStack {
     const env = {
       ...process.env,
       // The production roles: tenant work as runbox_app, deployment-wide work as runbox_system.
-      DATABASE_URL: withRole(databaseUrl, TEST_ROLES.app),
-      SYSTEM_DATABASE_URL: withRole(databaseUrl, TEST_ROLES.system),
+      DATABASE_URL: urlWithRole(databaseUrl, TEST_ROLES.app),
+      SYSTEM_DATABASE_URL: urlWithRole(databaseUrl, TEST_ROLES.system),
       NATS_URL: this.nats.url,
       PORT: String(port),
       RUNBOX_ADMIN_TOKEN: this.adminToken,
@@ -128,11 +128,4 @@ async function admin(sql: string): Promise<void> {
   } finally {
     await client.end();
   }
-}
-
-function withRole(url: string, role: { user: string; password: string }): string {
-  const out = new URL(url);
-  out.username = role.user;
-  out.password = role.password;
-  return out.toString();
 }

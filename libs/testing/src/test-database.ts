@@ -32,11 +32,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const urlAs = (role?: { user: string; password: string }) => {
     const url = new URL(ADMIN_URL);
     url.pathname = `/${name}`;
-    if (role) {
-      url.username = role.user;
-      url.password = role.password;
-    }
-    return url.toString();
+    return role ? urlWithRole(url.toString(), role) : url.toString();
   };
   return {
     url: urlAs(TEST_ROLES.system),
@@ -66,4 +62,12 @@ export async function queryDatabase<T extends Record<string, unknown>>(url: stri
   } finally {
     await client.end();
   }
+}
+
+/** The same database URL, logged in as another role (e.g. one of TEST_ROLES). */
+export function urlWithRole(databaseUrl: string, role: { user: string; password: string }): string {
+  const url = new URL(databaseUrl);
+  url.username = role.user;
+  url.password = role.password;
+  return url.toString();
 }
