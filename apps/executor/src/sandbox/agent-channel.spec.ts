@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { AgentChannel, ChannelClosedError, ChannelTimeoutError } from './agent-channel';
+import { AgentChannel, ChannelClosedError, ChannelTimeoutError, DuplicateRequestError } from './agent-channel';
 
 function fakeAgent() {
   const toAgent = new PassThrough();
@@ -29,6 +29,16 @@ describe('AgentChannel', () => {
     agent.fromAgent.write('ult": {"output": "first", "metadata": {}, "is_error": false}}\n');
     await expect(a).resolves.toEqual(ok('first'));
     await expect(b).resolves.toEqual(ok('second'));
+  });
+
+  it('refuses a second request with an id still in flight, leaving the first to its own reply', async () => {
+    const agent = fakeAgent();
+    const channel = new AgentChannel(agent.toAgent, agent.fromAgent, () => undefined, false);
+    const first = channel.call('read_bytes', {}, 1000, 'same');
+    await expect(channel.call('read_bytes', {}, 1000, 'same')).rejects.toBeInstanceOf(DuplicateRequestError);
+    agent.reply({ id: 'same', result: ok('first') });
+    await expect(first).resolves.toEqual(ok('first'));
+    expect(agent.requests).toHaveLength(1);
   });
 
   it('fails pending calls when the stream ends, and refuses new ones', async () => {

@@ -16,6 +16,13 @@ export class ChannelClosedError extends Error {
   }
 }
 
+/** A request id already in flight on this channel: answering both would mix their replies. */
+export class DuplicateRequestError extends Error {
+  constructor(id: string) {
+    super(`a request with id ${id} is already in flight in this sandbox`);
+  }
+}
+
 export class ChannelTimeoutError extends Error {
   constructor(op: string, ms: number) {
     super(`the sandbox did not answer ${op} within ${ms} ms`);
@@ -80,6 +87,7 @@ export class AgentChannel {
 
   call(op: string, args: Record<string, unknown>, timeoutMs: number, id: string = randomUUID()): Promise<ToolResult> {
     if (this.closedReason !== undefined) return Promise.reject(new ChannelClosedError(this.closedReason));
+    if (this.pending.has(id)) return Promise.reject(new DuplicateRequestError(id));
     return new Promise<ToolResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);

@@ -11,7 +11,7 @@ import {
 import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ChannelClosedError, ChannelTimeoutError } from '../sandbox/agent-channel';
+import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import {
   BackendDisabledError,
@@ -61,6 +61,7 @@ export class ToolCallHandler {
       if (err instanceof BackendDisabledError) return fail('backend_disabled', refusal(req.backend));
       if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);
       if (err instanceof SandboxUnavailableError) return fail('sandbox_failed', err.message);
+      if (err instanceof DuplicateRequestError) return fail('duplicate_call', err.message);
       if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) {
         const health = await this.sandboxes.diagnose(req.tenant_id, req.session_id);
         this.logger.warn({ ...log, health, reason: err.message }, 'sandbox channel failed');

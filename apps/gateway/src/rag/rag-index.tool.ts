@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
@@ -41,7 +42,10 @@ export class RagIndexTool implements GatewayTool {
   ) {}
 
   async execute(ctx: GatewayToolContext, args: RagIndexArgs): Promise<GatewayToolResult> {
-    const reader = this.files.reader({ ...ctx, callId: ctx.callId ?? `rag_index:${Date.now()}`, timeoutMs: Math.min(ctx.timeoutMs, READ_TIMEOUT_MS) });
+    // The reader's ids name each read in the sandbox channel: they must be unique even for
+    // two direct calls that start in the same millisecond.
+    const callId = ctx.callId ?? `rag_index:${randomUUID()}`;
+    const reader = this.files.reader({ ...ctx, callId, timeoutMs: Math.min(ctx.timeoutMs, READ_TIMEOUT_MS) });
     const deadline = Date.now() + Math.max(ctx.timeoutMs - WRAP_UP_MS, 1_000);
     const outcome = await this.indexer.index(reader, ctx.tenantId, ctx.sessionId, args.path, deadline, ctx.signal);
     const executorId = reader.executorId ?? undefined;
