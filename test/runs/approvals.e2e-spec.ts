@@ -163,6 +163,35 @@ describe('runs: approvals and permissions', () => {
     ]);
   });
 
+  it('judges multi-action tools per call: memory save and skill write are refused in deny mode and asked about in prompt mode, their reads run', async () => {
+    const calls = [
+      { id: 'call_save', name: 'memory', arguments: { action: 'save', content: 'Deploys need a ticket id.' } },
+      { id: 'call_search', name: 'memory', arguments: { action: 'search', query: 'deploy' } },
+      { id: 'call_write', name: 'skill', arguments: { action: 'write', name: 'release-steps', content: '# Release\nUse when shipping.' } },
+      { id: 'call_list', name: 'skill', arguments: { action: 'list' } },
+    ];
+    model.enqueue({ toolCalls: calls }, { content: 'ok' });
+    const deny = await runs.start({ input: 'remember', toolset: 'research', approval_mode: 'deny' });
+    await runs.wait(deny.id);
+    expect((await runs.toolCallRows(deny.id)).map((r) => [r.call_id, r.status, r.decision])).toEqual([
+      ['call_save', 'refused', 'mode_deny'],
+      ['call_search', 'completed', 'read_only'],
+      ['call_write', 'refused', 'mode_deny'],
+      ['call_list', 'completed', 'read_only'],
+    ]);
+    expect(await runs.toolResult(deny.session_id, 'call_save')).toMatch(/^refused: memory changes state and this run's approval mode is deny/);
+    expect((await stack.request('GET', '/v1/memory?query=ticket', { key: runs.key })).body.data).toEqual([]);
+
+    model.enqueue({ toolCalls: calls }, { content: 'ok' });
+    const prompt = await runs.start({ input: 'remember', toolset: 'research', approval_mode: 'prompt' });
+    await runs.wait(prompt.id, ['requires_approval']);
+    const pending = (await runs.get(prompt.id)).body.pending_approvals.map((p: { tool_call_id: string }) => p.tool_call_id);
+    expect(pending).toEqual(['call_save', 'call_write']);
+    for (const callId of pending) await runs.decide(prompt.id, { tool_call_id: callId, decision: 'deny' });
+    await runs.wait(prompt.id);
+    expect((await runs.toolCallRows(prompt.id)).map((r) => r.decision)).toEqual(['denied', 'read_only', 'denied', 'read_only']);
+  });
+
   it('denies an approval nobody decides within the approval timeout, and the model is told', async () => {
     model.enqueue({ toolCalls: [terminal('call_late', 'touch late.txt')] }, (req) => ({
       content: req.body.messages.find((m) => m.tool_call_id === 'call_late')?.content ?? 'none',

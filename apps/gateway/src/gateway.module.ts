@@ -5,6 +5,8 @@ import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AdminGuard } from './auth/admin.guard';
+import { DelegateTaskTool } from './delegation/delegate-task.tool';
+import { SubRuns } from './delegation/sub-runs';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { AuthService } from './auth/auth.service';
 import { HealthController } from './health/health.controller';
@@ -19,6 +21,7 @@ import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
 import { RunQueue } from './runs/run-queue';
 import { RunSupervisor } from './runs/run-supervisor';
+import { RunToolSelection } from './runs/run-tools';
 import { RunsController } from './runs/runs.controller';
 import { RunsRepository } from './runs/runs.repository';
 import { RunsService } from './runs/runs.service';
@@ -98,6 +101,9 @@ class InfrastructureModule implements OnApplicationShutdown {
     QuotasRepository,
     QuotasService,
     ...GATEWAY_TOOL_PROVIDERS,
+    RunToolSelection,
+    SubRuns,
+    DelegateTaskTool,
   ],
 })
 class GatewayFeaturesModule {}

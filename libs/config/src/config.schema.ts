@@ -43,6 +43,11 @@ export const configSchema = z.object({
   RUNBOX_RUN_SWEEP_SECONDS: z.coerce.number().positive().max(3600).default(5),
   /** Runs one gateway replica executes at the same time (more wait on the queue). */
   RUNBOX_RUN_WORKERS: z.coerce.number().int().min(1).max(1000).default(32),
+  /**
+   * How many levels of sub-runs (delegate_task) may nest below a run a client made: with 2,
+   * a run's sub-run may delegate once more and that one may not. 0 turns delegation off.
+   */
+  RUNBOX_DELEGATE_MAX_DEPTH: z.coerce.number().int().min(0).max(10).default(2),
   /** Embeddings for rag_search (optional): a model name turns them on; the base URL and key default to the chat model's. */
   RUNBOX_EMBEDDINGS_MODEL: optionalString,
   RUNBOX_EMBEDDINGS_BASE_URL: optionalString.pipe(z.string().url().optional()),

@@ -20,6 +20,9 @@ export type ScriptedReply =
 
 export type ScriptStep = ScriptedReply | ((request: RecordedRequest) => ScriptedReply | Promise<ScriptedReply>);
 
+/** Picks the requests a route answers (see `route`). */
+export type RequestMatcher = (request: RecordedRequest) => boolean;
+
 export interface ScriptedModelOptions {
   /** `openai` chat completions (default) or `anthropic` Messages. */
   format?: 'openai' | 'anthropic';
@@ -42,6 +45,7 @@ export class ScriptedModelServer {
    */
   embed?: (text: string) => number[];
   private readonly script: ScriptStep[] = [];
+  private readonly routes: Array<{ match: RequestMatcher; script: ScriptStep[] }> = [];
   private server?: Server;
   private callCounter = 0;
   private readonly format: 'openai' | 'anthropic';
@@ -56,13 +60,26 @@ export class ScriptedModelServer {
     return this;
   }
 
-  get remaining(): number {
-    return this.script.length;
+  /**
+   * Answers the requests that `match` from a script of their own, in order, and leaves the
+   * main script to the others: runs that talk to the model at the same time (a parent
+   * and its sub-run, told apart by their first user message) each get their own answers.
+   * The first route that matches a request answers it.
+   */
+  route(match: RequestMatcher, ...steps: ScriptStep[]): this {
+    this.routes.push({ match, script: steps });
+    return this;
   }
 
-  /** Forgets the script and the recorded requests (between tests). */
+  /** Steps not used yet, the routes' included. */
+  get remaining(): number {
+    return this.script.length + this.routes.reduce((n, r) => n + r.script.length, 0);
+  }
+
+  /** Forgets the script, the routes and the recorded requests (between tests). */
   reset(): void {
     this.script.length = 0;
+    this.routes.length = 0;
     this.requests.length = 0;
   }
 
@@ -78,6 +95,16 @@ export class ScriptedModelServer {
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 
+  /** The text of a request's first user message: the input of the run that sent it. */
+  static firstUserMessage(request: RecordedRequest): string {
+    const first = request.body.messages?.find((m) => m.role === 'user');
+    if (!first) return '';
+    // Anthropic content may be a list of blocks.
+    const content = first.content as unknown;
+    if (Array.isArray(content)) return content.map((b: { text?: string }) => b.text ?? '').join('');
+    return typeof content === 'string' ? content : '';
+  }
+
   /** The tool names a request offered, in either format. */
   static offeredTools(request: RecordedRequest): string[] {
     const tools = (request.body.tools ?? []) as Array<{ name?: string; function?: { name: string } }>;
@@ -89,7 +116,8 @@ export class ScriptedModelServer {
     if (req.url?.endsWith('/embeddings')) return this.handleEmbeddings(raw, res);
     const request: RecordedRequest = { path: req.url ?? '', headers: req.headers, body: JSON.parse(raw || '{}') };
     this.requests.push(request);
-    const step = this.script.shift();
+    const route = this.routes.find((r) => r.match(request));
+    const step = (route ? route.script : this.script).shift();
     let reply: ScriptedReply;
     try {
       reply = step === undefined ? { status: 500, body: 'script exhausted' } : typeof step === 'function' ? await step(request) : step;

@@ -35,12 +35,12 @@ export class QuotasRepository {
       tx.$queryRaw<Array<{ sessions: bigint; active_runs: bigint; recent_runs: bigint; reset_seconds: number | null }>>`
         SELECT
           (SELECT count(*) FROM sessions WHERE tenant_id = ${tenantId} AND status = 'active') AS sessions,
-          (SELECT count(*) FROM runs WHERE tenant_id = ${tenantId}
+          (SELECT count(*) FROM runs WHERE tenant_id = ${tenantId} AND parent_run_id IS NULL
              AND status IN ('queued', 'running', 'requires_approval')) AS active_runs,
           w.recent_runs,
           ceil(extract(epoch FROM w.oldest + make_interval(secs => ${RATE_WINDOW_SECONDS}) - clock_timestamp()))::int AS reset_seconds
         FROM (SELECT count(*) AS recent_runs, min(created_at) AS oldest FROM runs
-               WHERE tenant_id = ${tenantId} AND created_at > clock_timestamp() - make_interval(secs => ${RATE_WINDOW_SECONDS})) w`,
+               WHERE tenant_id = ${tenantId} AND parent_run_id IS NULL AND created_at > clock_timestamp() - make_interval(secs => ${RATE_WINDOW_SECONDS})) w`,
     );
     return {
       sessions: Number(row.sessions),

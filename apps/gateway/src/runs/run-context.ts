@@ -18,6 +18,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** The tools this run may call (toolset, enabled/disabled, allowlist). */
   offered: Set<string>;
+  /** Tools its selection named that it may not use here, with the reason (delegation depth). */
+  withheld: ReadonlyMap<string, string>;
   limits: EffectiveLimits;
   /** The executor holding the session's sandbox, once it has one. */
   executorId: string | null;

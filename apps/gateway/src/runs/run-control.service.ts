@@ -8,7 +8,7 @@ import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { ApprovalInput } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
-import { ToolCallsRepository } from './tool-calls.repository';
+import { DecideOutcome, ToolCallsRepository } from './tool-calls.repository';
 
 export const CANCELLED_RESULT = 'cancelled: the run was cancelled before this tool call finished.';
 
@@ -52,25 +52,47 @@ export class RunControlService {
     this.events.announce(runId, done.seqs);
     this.nats.publish(RUN_CANCEL_SUBJECT, runCancelSchema, { run_id: runId });
     for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
+    await this.cancelSubRuns(tenantId, runId);
     if (!run.parentRunId) await this.dispatcher.startNextInSession(tenantId, run.sessionId);
     return (await this.runs.find(tenantId, runId)) ?? run;
   }
 
-  /** POST /v1/runs/{id}/approvals: records the decision; the run goes on once none is pending. */
-  async decide(tenantId: string, runId: string, input: ApprovalInput): Promise<RunView> {
-    const approve = input.decision === 'approve';
-    const outcome = await this.toolCalls.decide(
-      tenantId,
-      runId,
-      input.tool_call_id,
-      approve,
-      approve ? 'approved' : 'denied',
-      input.reason ?? '',
-      {
-        type: approve ? 'tool_call.approved' : 'tool_call.denied',
-        data: { tool_call_id: input.tool_call_id, by: 'approver', ...(input.reason ? { reason: input.reason } : {}) },
-      },
-    );
+  /** Cancels the run's sub-runs that have not ended (theirs too): they work for a run that has. */
+  async cancelSubRuns(tenantId: string, runId: string): Promise<void> {
+    for (const sub of await this.runs.activeDescendants(tenantId, runId)) {
+      if (sub.parentRunId !== runId) continue; // cancelling a child cancels its own children
+      try {
+        await this.cancel(tenantId, sub.id);
+      } catch (err) {
+        // It ended by itself meanwhile: nothing left to cancel.
+        if (!(err instanceof AppError && err.code === ErrorCode.Conflict)) throw err;
+      }
+    }
+  }
+
+  /**
+   * POST /v1/runs/{id}/approvals: records the decision; the run goes on once none is
+   * pending. A call id the run does not have is looked for among its sub-runs' waiting
+   * calls, so a client that follows only the run it made can decide for its sub-runs too.
+   * Returns the run named in the path and the run the call belongs to.
+   */
+  async decide(tenantId: string, runId: string, input: ApprovalInput): Promise<{ run: RunView; callRunId: string }> {
+    let callRunId = runId;
+    let outcome = await this.record(tenantId, runId, input);
+    if (!outcome.ok && outcome.problem === 'call_not_found') {
+      const owners = await this.subRunsAwaiting(tenantId, runId, input.tool_call_id);
+      if (owners.length > 1) {
+        throw new AppError(
+          ErrorCode.Conflict,
+          `tool call ${input.tool_call_id} waits in more than one sub-run (${owners.join(', ')}); decide it on its sub-run: POST /v1/runs/{sub-run id}/approvals`,
+          { run_ids: owners },
+        );
+      }
+      if (owners.length === 1) {
+        callRunId = owners[0];
+        outcome = await this.record(tenantId, callRunId, input);
+      }
+    }
     if (!outcome.ok) {
       switch (outcome.problem) {
         case 'run_not_found':
@@ -78,14 +100,31 @@ export class RunControlService {
         case 'call_not_found':
           throw AppError.notFound('tool call', input.tool_call_id);
         case 'run_finished':
-          throw new AppError(ErrorCode.Conflict, `run ${runId} already ended (${outcome.status}); there is nothing to approve`);
+          throw new AppError(ErrorCode.Conflict, `run ${callRunId} already ended (${outcome.status}); there is nothing to approve`);
         case 'not_awaiting':
           throw new AppError(ErrorCode.Conflict, `tool call ${input.tool_call_id} is not waiting for approval (it is ${outcome.status})`);
       }
     }
-    this.events.announce(runId, outcome.seqs);
-    await this.resumeIfReady(tenantId, runId, outcome.runStatus, outcome.stillAwaiting);
-    return (await this.runs.find(tenantId, runId))!;
+    this.events.announce(callRunId, outcome.seqs);
+    await this.resumeIfReady(tenantId, callRunId, outcome.runStatus, outcome.stillAwaiting);
+    return { run: (await this.runs.find(tenantId, runId))!, callRunId };
+  }
+
+  private record(tenantId: string, runId: string, input: ApprovalInput): Promise<DecideOutcome> {
+    const approve = input.decision === 'approve';
+    return this.toolCalls.decide(tenantId, runId, input.tool_call_id, approve, approve ? 'approved' : 'denied', input.reason ?? '', {
+      type: approve ? 'tool_call.approved' : 'tool_call.denied',
+      data: { tool_call_id: input.tool_call_id, by: 'approver', ...(input.reason ? { reason: input.reason } : {}) },
+    });
+  }
+
+  /** Sub-runs below the run with a call of this id waiting for a decision. */
+  private async subRunsAwaiting(tenantId: string, runId: string, callId: string): Promise<string[]> {
+    const owners: string[] = [];
+    for (const sub of await this.runs.activeDescendants(tenantId, runId)) {
+      if ((await this.toolCalls.awaiting(tenantId, sub.id)).some((c) => c.callId === callId)) owners.push(sub.id);
+    }
+    return owners;
   }
 
   /** The approval timeout: an undecided call past its deadline is denied, and the model told so. */

@@ -6,13 +6,14 @@ import type { Logger } from 'pino';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
-import { selectTools } from '../tools/tool-selection';
 import { abortableDelay, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom } from './run-context';
+import { RunControlService } from './run-control.service';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
-import { effectiveLimits, RunOptions } from './run-options';
+import { effectiveLimits } from './run-options';
+import { RunToolSelection } from './run-tools';
 import { RunsRepository, RunView } from './runs.repository';
 import { TextDeltaBuffer } from './text-delta-buffer';
 import { ToolCallRunner } from './tool-call-runner';
@@ -54,23 +55,12 @@ export class RunLoop {
     private readonly registry: ToolRegistry,
     private readonly runner: ToolCallRunner,
     private readonly dispatcher: RunDispatcher,
+    private readonly control: RunControlService,
+    private readonly toolSelection: RunToolSelection,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
-
-  /** Which tools the run's options allow (TOOLS.md order: toolset, enabled/disabled, allowlist). */
-  offeredTools(options: RunOptions): Set<string> {
-    return new Set(
-      selectTools({
-        toolset: this.registry.toolset(options.toolset ?? 'default'),
-        enabled: options.enabled,
-        disabled: options.disabled,
-        patterns: options.tools,
-        known: new Set(this.registry.names()),
-      }),
-    );
-  }
 
   /** Executes (or resumes) a run this worker has claimed, until it ends or has to wait. */
   async execute(run: RunView, signal: AbortSignal, options: ExecuteOptions = {}): Promise<RunOutcome> {
@@ -94,10 +84,12 @@ export class RunLoop {
         if (options.recovered) log.warn({ recoveries: options.recoveries }, 'resuming a run whose worker stopped');
       }
       const session = await this.sessions.find(tenantId, run.sessionId);
+      const tools = this.toolSelection.forRun(run);
       const ctx: RunContext = {
         run,
         signal,
-        offered: this.offeredTools(run.options),
+        offered: tools.offered,
+        withheld: tools.withheld,
         limits: effectiveLimits(run.options),
         executorId: session?.executorId ?? null,
         usage,
@@ -249,6 +241,8 @@ export class RunLoop {
     );
     if (done) {
       this.events.announce(run.id, done.seqs);
+      // Sub-runs left behind (the run gave up after crashes, say) end with it.
+      await this.control.cancelSubRuns(run.tenantId, run.id);
       await this.afterEnd(run);
     }
   }

@@ -14,6 +14,9 @@ import { RunsRepository } from './runs.repository';
 
 const codec = JSONCodec<unknown>();
 
+/** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
+export type InlineOutcome = RunOutcome | 'held';
+
 /**
  * The gateway's run workers. Every replica pulls from one durable JetStream consumer; a
  * worker that takes a message first claims the run's row (a lease in Postgres, renewed with
@@ -141,9 +144,49 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     }
   }
 
-  /** Keeps the message and the claim alive; stops the run if the claim was lost or the run cancelled. */
-  private async beat(msg: JsMsg, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
-    msg.working();
+  /**
+   * Executes a sub-run here, inside the worker (and the worker slot) of the run that
+   * delegated to it, instead of through the queue: the parent waits for its answer anyway,
+   * and a sub-run never waits for a free worker its parent holds. It is claimed and
+   * heartbeated like any run, so a crash hands it to the supervisor and to the resumed
+   * parent alike, and a cancel of it reaches it here. The parent's stop stops it too.
+   */
+  async executeInline(tenantId: string, runId: string, parentSignal: AbortSignal): Promise<InlineOutcome> {
+    if (this.stopping || parentSignal.aborted) return 'aborted';
+    const owner = `${this.workerId}/${randomBytes(4).toString('hex')}`;
+    const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
+    if (claim.kind === 'finished') return 'finished';
+    if (claim.kind === 'held') return 'held';
+    const controller = new AbortController();
+    setMaxListeners(0, controller.signal);
+    const onParentAbort = () => controller.abort(parentSignal.reason);
+    parentSignal.addEventListener('abort', onParentAbort, { once: true });
+    this.active.set(runId, controller);
+    const heartbeat = setInterval(() => void this.beat(undefined, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
+    const work = (async () => {
+      try {
+        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries });
+      } finally {
+        clearInterval(heartbeat);
+        parentSignal.removeEventListener('abort', onParentAbort);
+        if (this.active.get(runId) === controller) this.active.delete(runId);
+        await this.runs.releaseLease(tenantId, runId, owner).catch(() => undefined);
+      }
+    })();
+    // A stopping gateway waits for this too, so the sub-run's claim is let go before it
+    // exits and the replica resuming the parent can take the sub-run over at once.
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.handlers.add(settled);
+    void settled.finally(() => this.handlers.delete(settled));
+    return work;
+  }
+
+  /** Keeps the message (if any) and the claim alive; stops the run if the claim was lost or the run cancelled. */
+  private async beat(msg: JsMsg | undefined, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
+    msg?.working();
     try {
       const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
       if (status === null) controller.abort(new RunAbort('lease_lost'));

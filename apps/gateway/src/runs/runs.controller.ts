@@ -18,6 +18,8 @@ const KEEPALIVE_MS = 15_000;
 const listQuerySchema = z
   .object({
     session_id: z.string().min(1).max(64).optional(),
+    /** Only the sub-runs of this run. */
+    parent_run_id: z.string().min(1).max(64).optional(),
     limit: z.coerce.number().int().min(1).max(200).default(50),
   })
   .strict();
@@ -51,7 +53,7 @@ export class RunsController {
   @Get()
   async list(@TenantId() tenantId: string, @Query() query: unknown) {
     const q = validate(listQuerySchema, query, 'query');
-    const runs = await this.runs.list(tenantId, q.session_id, q.limit);
+    const runs = await this.runs.list(tenantId, q.session_id, q.limit, q.parent_run_id);
     return { data: runs.map(runJson) };
   }
 
@@ -74,8 +76,8 @@ export class RunsController {
   async approve(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: unknown) {
     const runId = pathId('run', id);
     const input = validate(approvalSchema, body, 'body');
-    const run = await this.control.decide(tenantId, runId, input);
-    return { ...runJson(run), tool_call_id: input.tool_call_id, decision: input.decision };
+    const { run, callRunId } = await this.control.decide(tenantId, runId, input);
+    return { ...runJson(run), tool_call_id: input.tool_call_id, tool_call_run_id: callRunId, decision: input.decision };
   }
 
   /**
@@ -133,7 +135,7 @@ export class RunsController {
 }
 
 function pendingJson(call: ToolCallView) {
-  return { tool_call_id: call.callId, name: call.name, arguments: call.arguments, reason: call.reason, expires_at: call.expiresAt?.toISOString() ?? null };
+  return { tool_call_id: call.callId, run_id: call.runId, name: call.name, arguments: call.arguments, reason: call.reason, expires_at: call.expiresAt?.toISOString() ?? null };
 }
 
 export function runJson(run: RunView) {
@@ -141,6 +143,8 @@ export function runJson(run: RunView) {
     id: run.id,
     session_id: run.sessionId,
     parent_run_id: run.parentRunId,
+    parent_tool_call_id: run.parentCallId,
+    depth: run.depth,
     status: run.status,
     output: run.output,
     error: run.error,

@@ -13,6 +13,10 @@ export interface RunView {
   tenantId: string;
   sessionId: string;
   parentRunId: string | null;
+  /** For a sub-run: the parent's delegate_task call that made it. */
+  parentCallId: string | null;
+  /** Runs above this one: 0 for a run a client made, 1 for its sub-runs, ... */
+  depth: number;
   status: RunStatus;
   input: string;
   options: RunOptions;
@@ -42,6 +46,21 @@ export interface NewRun {
   /** A sub-run (delegate_task): shares the parent's session, not its history or its queue. */
   parentRunId?: string;
 }
+
+/** A sub-run for one delegate_task call of `parent`. */
+export interface NewSubRun {
+  parent: Pick<RunView, 'id' | 'sessionId' | 'depth'>;
+  parentCallId: string;
+  input: string;
+  options: RunOptions;
+  /** Events for the parent, written with the sub-run (e.g. subrun.started). */
+  parentEvents: (subRunId: string) => NewEvent[];
+}
+
+export type SubRunOutcome =
+  | { kind: 'created'; run: RunView; parentSeqs: number[] }
+  | { kind: 'existing'; run: RunView }
+  | { kind: 'parent_ended' };
 
 export type CreateOutcome =
   | { kind: 'created' | 'existing'; run: RunView }
@@ -125,15 +144,96 @@ export class RunsRepository {
     }
   }
 
+  /**
+   * The sub-run of the parent's call `parentCallId`: the one made earlier (a parent resumed
+   * after a crash picks up its sub-run instead of starting a second), else a new one,
+   * queued in the parent's session. Nothing is made once the parent has ended.
+   */
+  async createSubRun(tenantId: string, input: NewSubRun): Promise<SubRunOutcome> {
+    return this.db.tenant(tenantId, async (tx): Promise<SubRunOutcome> => {
+      const parent = await lockRun(tx, tenantId, input.parent.id);
+      if (!parent || isTerminal(parent.status)) return { kind: 'parent_ended' };
+      const existing = await tx.run.findFirst({ where: { tenantId, parentRunId: input.parent.id, parentCallId: input.parentCallId } });
+      if (existing) return { kind: 'existing', run: toRun(existing) };
+      const row = await tx.run.create({
+        data: {
+          id: newId('run'),
+          tenantId,
+          sessionId: input.parent.sessionId,
+          parentRunId: input.parent.id,
+          parentCallId: input.parentCallId,
+          depth: input.parent.depth + 1,
+          status: 'queued',
+          input: input.input,
+          options: input.options as Prisma.InputJsonValue,
+          dispatchedAt: new Date(),
+        },
+      });
+      await appendEventsTx(tx, tenantId, row.id, [
+        { type: 'run.queued', data: { session_id: row.sessionId, parent_run_id: input.parent.id, parent_tool_call_id: input.parentCallId } },
+      ]);
+      const parentSeqs = await appendEventsTx(tx, tenantId, input.parent.id, input.parentEvents(row.id));
+      return { kind: 'created', run: toRun(row), parentSeqs };
+    });
+  }
+
+  /** Sub-runs below the run (children, their children, ...) that have not ended, nearest first. */
+  async activeDescendants(tenantId: string, runId: string): Promise<RunView[]> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const found: RunView[] = [];
+      let frontier = [runId];
+      // Depth is bounded by RUNBOX_DELEGATE_MAX_DEPTH; the cap only guards against a cycle.
+      for (let level = 0; level < 16 && frontier.length > 0; level++) {
+        const rows = await tx.run.findMany({
+          where: { tenantId, parentRunId: { in: frontier }, status: { in: [...ACTIVE_STATUSES] } },
+          orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        });
+        found.push(...rows.map(toRun));
+        frontier = rows.map((r) => r.id);
+      }
+      return found;
+    });
+  }
+
+  /**
+   * running → requires_approval while one of the run's sub-runs waits for an approval: its
+   * worker is still there (waiting on the sub-run), but a client sees that the run waits
+   * for someone. Writes `approvals` (the calls waiting below), and `held` when the status
+   * changed; a run already waiting gets only `approvals`. Returns the events' numbers.
+   */
+  async holdForSubRun(tenantId: string, runId: string, approvals: NewEvent[], held: NewEvent): Promise<number[]> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || (locked.status !== 'running' && locked.status !== 'requires_approval')) return [];
+      const waiting = await tx.run.count({ where: { tenantId, parentRunId: runId, status: 'requires_approval' } });
+      if (waiting === 0) return [];
+      if (locked.status === 'requires_approval') return appendEventsTx(tx, tenantId, runId, approvals);
+      await tx.run.update({ where: { id: runId }, data: { status: 'requires_approval' } });
+      return appendEventsTx(tx, tenantId, runId, [...approvals, held]);
+    });
+  }
+
+  /** Undoes holdForSubRun once none of the run's sub-runs waits for an approval any more. */
+  async releaseFromSubRun(tenantId: string, runId: string, events: NewEvent[]): Promise<number[]> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || locked.status !== 'requires_approval') return [];
+      const waiting = await tx.run.count({ where: { tenantId, parentRunId: runId, status: 'requires_approval' } });
+      if (waiting > 0) return [];
+      await tx.run.update({ where: { id: runId }, data: { status: 'running' } });
+      return appendEventsTx(tx, tenantId, runId, events);
+    });
+  }
+
   async find(tenantId: string, id: string): Promise<RunView | null> {
     const row = await this.db.tenant(tenantId, (tx) => tx.run.findFirst({ where: { id, tenantId } }));
     return row ? toRun(row) : null;
   }
 
-  async listForSession(tenantId: string, sessionId: string | undefined, limit: number): Promise<RunView[]> {
+  async listForSession(tenantId: string, sessionId: string | undefined, limit: number, parentRunId?: string): Promise<RunView[]> {
     const rows = await this.db.tenant(tenantId, (tx) =>
       tx.run.findMany({
-        where: { tenantId, ...(sessionId ? { sessionId } : {}) },
+        where: { tenantId, ...(sessionId ? { sessionId } : {}), ...(parentRunId ? { parentRunId } : {}) },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: limit,
       }),
@@ -252,13 +352,16 @@ export class RunsRepository {
     });
   }
 
-  /** running → requires_approval, only while some call still awaits a decision. */
+  /**
+   * running → requires_approval, only while some call still awaits a decision. A run that
+   * is already `requires_approval` (held for a sub-run's approval) parks as it is.
+   */
   async park(tenantId: string, runId: string): Promise<boolean> {
     return this.db.tenant(tenantId, async (tx) => {
       const locked = await lockRun(tx, tenantId, runId);
-      if (!locked || locked.status !== 'running') return false;
+      if (!locked || (locked.status !== 'running' && locked.status !== 'requires_approval')) return false;
       if ((await tx.toolCall.count({ where: { tenantId, runId, status: 'awaiting_approval' } })) === 0) return false;
-      await tx.run.update({ where: { id: runId }, data: { status: 'requires_approval' } });
+      if (locked.status === 'running') await tx.run.update({ where: { id: runId }, data: { status: 'requires_approval' } });
       return true;
     });
   }
@@ -388,6 +491,8 @@ export function toRun(row: RunRow): RunView {
     tenantId: row.tenantId,
     sessionId: row.sessionId,
     parentRunId: row.parentRunId,
+    parentCallId: row.parentCallId,
+    depth: row.depth,
     status: row.status as RunStatus,
     input: row.input,
     options: row.options as RunOptions,

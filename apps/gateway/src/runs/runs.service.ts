@@ -58,12 +58,18 @@ export class RunsService {
     return run;
   }
 
-  list(tenantId: string, sessionId: string | undefined, limit: number): Promise<RunView[]> {
-    return this.runs.listForSession(tenantId, sessionId, limit);
+  list(tenantId: string, sessionId: string | undefined, limit: number, parentRunId?: string): Promise<RunView[]> {
+    return this.runs.listForSession(tenantId, sessionId, limit, parentRunId);
   }
 
-  /** The calls waiting for a decision (shown on the run while it is `requires_approval`). */
-  pendingApprovals(tenantId: string, runId: string): Promise<ToolCallView[]> {
-    return this.toolCalls.awaiting(tenantId, runId);
+  /**
+   * The calls waiting for a decision (shown on the run while it is `requires_approval`):
+   * its own, then those of its sub-runs, each with the run it belongs to.
+   */
+  async pendingApprovals(tenantId: string, runId: string): Promise<ToolCallView[]> {
+    const own = await this.toolCalls.awaiting(tenantId, runId);
+    const below = [];
+    for (const sub of await this.runs.activeDescendants(tenantId, runId)) below.push(...(await this.toolCalls.awaiting(tenantId, sub.id)));
+    return [...own, ...below];
   }
 }

@@ -1,4 +1,4 @@
-import { canonicalJson, CallFacts, decideCall, guardrailNote, PolicyContext } from './tool-call-policy';
+import { callMutates, canonicalJson, CallFacts, decideCall, guardrailNote, PolicyContext } from './tool-call-policy';
 
 const ctx = (over: Partial<PolicyContext> = {}): PolicyContext => ({
   offered: new Set(['terminal', 'read_file', 'write_file']),
@@ -44,6 +44,42 @@ describe('decideCall', () => {
     expect(decideCall(call({ key: 'a' }), ctx({ earlierKeys: ['a', 'a', 'a'] })).kind).toBe('refuse');
     expect(decideCall(call({ key: 'a' }), ctx({ earlierKeys: ['a', 'a', 'a', 'b', 'a'] })).kind).toBe('run');
     expect(decideCall(call({ key: 'a' }), ctx({ earlierKeys: ['a'], repeatLimit: 1 })).kind).toBe('refuse');
+  });
+});
+
+describe('not offered', () => {
+  it('tells the model why a tool its selection named is held back', () => {
+    const decision = decideCall(call({ name: 'delegate_task' }), ctx({ withheld: new Map([['delegate_task', 'sub-runs may nest at most 2 deep']]) }));
+    expect(decision).toMatchObject({ kind: 'refuse', code: 'not_offered' });
+    expect(decision.kind === 'refuse' && decision.message).toBe(
+      'refused: tool delegate_task is not available here: sub-runs may nest at most 2 deep, so nothing ran. The tools you can call are: read_file, terminal, write_file.',
+    );
+  });
+});
+
+describe('callMutates', () => {
+  const memory = { mutating: true, mutatingCall: (a: Record<string, unknown>) => a.action === 'save' || a.action === 'delete' };
+
+  it('asks the tool about this call when its actions differ', () => {
+    expect(callMutates(memory, { action: 'save', content: 'x' })).toBe(true);
+    expect(callMutates(memory, { action: 'delete', id: 'mem_1' })).toBe(true);
+    expect(callMutates(memory, { action: 'search', query: 'x' })).toBe(false);
+    expect(callMutates(memory, { action: 'list' })).toBe(false);
+  });
+
+  it('falls back to the catalogue flag, and treats unknown tools and unreadable arguments as mutating', () => {
+    expect(callMutates(memory, undefined)).toBe(true);
+    expect(callMutates({ mutating: false }, { path: 'a' })).toBe(false);
+    expect(callMutates({ mutating: true }, { command: 'ls' })).toBe(true);
+    expect(callMutates(undefined, {})).toBe(true);
+  });
+
+  it('lets a read-only memory call through in deny mode while a save is refused', () => {
+    const search = call({ name: 'memory', mutating: callMutates(memory, { action: 'search', query: 'x' }) });
+    const save = call({ name: 'memory', mutating: callMutates(memory, { action: 'save', content: 'x' }) });
+    const context = ctx({ offered: new Set(['memory']), approvalMode: 'deny' });
+    expect(decideCall(search, context)).toEqual({ kind: 'run', via: 'read_only' });
+    expect(decideCall(save, context)).toMatchObject({ kind: 'refuse', code: 'mode_deny' });
   });
 });
 

@@ -1,3 +1,4 @@
+import type { ToolDefinition } from '../tools/tool-definition';
 import { evaluatePermissions, PermissionRules } from './permission-rules';
 
 /**
@@ -32,6 +33,8 @@ export interface CallFacts {
 
 export interface PolicyContext {
   offered: ReadonlySet<string>;
+  /** Tools the run's selection named but that it may not use here, with the reason (delegation depth). */
+  withheld?: ReadonlyMap<string, string>;
   approvalMode: 'auto' | 'prompt' | 'deny';
   permissions?: PermissionRules;
   hardStopAfter: number;
@@ -46,7 +49,9 @@ export function decideCall(call: CallFacts, ctx: PolicyContext): CallDecision {
   }
   if (!ctx.offered.has(call.name)) {
     const offered = [...ctx.offered].sort().join(', ') || 'none';
-    return { kind: 'refuse', code: 'not_offered', message: `refused: tool ${call.name} is not available in this run, so nothing ran. The tools you can call are: ${offered}.` };
+    const why = ctx.withheld?.get(call.name);
+    const what = why ? `tool ${call.name} is not available here: ${why}` : `tool ${call.name} is not available in this run`;
+    return { kind: 'refuse', code: 'not_offered', message: `refused: ${what}, so nothing ran. The tools you can call are: ${offered}.` };
   }
   if (call.argumentProblem) {
     return { kind: 'refuse', code: 'invalid_arguments', message: `refused: ${call.argumentProblem}. Nothing ran; call it again with valid arguments.` };
@@ -78,6 +83,17 @@ export function decideCall(call: CallFacts, ctx: PolicyContext): CallDecision {
     case 'prompt':
       return { kind: 'ask', reason: `${call.name} changes state and the approval mode is prompt` };
   }
+}
+
+/**
+ * Whether one call changes state, for the approval mode: the tool's answer for these
+ * arguments when its actions differ (memory save and delete do, search and list do not),
+ * else its catalogue flag. A tool nobody registered counts as mutating.
+ */
+export function callMutates(tool: Pick<ToolDefinition, 'mutating' | 'mutatingCall'> | undefined, args: Record<string, unknown> | undefined): boolean {
+  if (!tool) return true;
+  if (tool.mutatingCall && args) return tool.mutatingCall(args);
+  return tool.mutating;
 }
 
 export function hardStopMessage(hardStopAfter: number): string {

@@ -9,13 +9,14 @@ import { truncateOutput } from '../tools/truncate-output';
 import { abortKind, raceAbort } from './run-abort';
 import { RunContext, RunFailure } from './run-context';
 import { RunEventsService } from './run-events.service';
-import { CallFacts, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
+import { CallFacts, callMutates, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
 import { CallResult, ToolCallsRepository, ToolCallView } from './tool-calls.repository';
 
 export const INTERRUPTED_RESULT =
   'interrupted: the gateway running this tool call stopped (a restart or a crash) before its result came back, so its outcome is unknown: it may or may not have taken effect. It was not run again. Check its effects (read the file, list the folder, look at the process) before repeating it.';
 
-type Runnable = { call: ToolCallView; via: string };
+/** `resumed`: a sub-run call found running after its worker stopped, taken up again (it was started before). */
+type Runnable = { call: ToolCallView; via: string; resumed?: boolean };
 
 const WATCHDOG_FIRED = new Error('tool call watchdog');
 
@@ -62,7 +63,10 @@ export class ToolCallRunner {
       switch (call.status) {
         case 'running':
           // We hold the run's claim, so nobody is running it now: its worker died mid-call.
-          await this.finish(ctx, call, { status: 'interrupted', output: INTERRUPTED_RESULT, isError: true, decision: call.decision ?? undefined });
+          // A call that drives a sub-run picks the sub-run up where it stopped; any other
+          // call's outcome is unknown, so it is reported and never run again.
+          if (this.registry.get(call.name)?.drivesSubRun) runnable.push({ call, via: call.decision ?? 'auto', resumed: true });
+          else await this.finish(ctx, call, { status: 'interrupted', output: INTERRUPTED_RESULT, isError: true, decision: call.decision ?? undefined });
           break;
         case 'denied':
           await this.finish(ctx, call, { status: 'refused', output: deniedResult(call), isError: true });
@@ -77,6 +81,7 @@ export class ToolCallRunner {
           if (blocked.has(order)) break;
           const decision = decideCall(facts, {
             offered: ctx.offered,
+            withheld: ctx.withheld,
             approvalMode: ctx.run.options.approval_mode ?? 'auto',
             permissions: ctx.run.options.permissions,
             hardStopAfter: ctx.limits.hardStopAfter,
@@ -126,15 +131,17 @@ export class ToolCallRunner {
     if (failure) throw failure.reason;
   }
 
-  private async runOne(ctx: RunContext, { call, via }: Runnable): Promise<void> {
+  private async runOne(ctx: RunContext, { call, via, resumed }: Runnable): Promise<void> {
     const { run } = ctx;
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    const seqs = await this.toolCalls.markStarted(run.tenantId, run.id, call.callId, via, {
-      type: 'tool_call.started',
-      data: { tool_call_id: call.callId, name: call.name, arguments: call.arguments },
-    });
-    if (!seqs) return; // finished meanwhile (the run was cancelled)
-    this.events.announce(run.id, seqs);
+    if (!resumed) {
+      const seqs = await this.toolCalls.markStarted(run.tenantId, run.id, call.callId, via, {
+        type: 'tool_call.started',
+        data: { tool_call_id: call.callId, name: call.name, arguments: call.arguments },
+      });
+      if (!seqs) return; // finished meanwhile (the run was cancelled)
+      this.events.announce(run.id, seqs);
+    }
     const result = await this.execute(ctx, call);
     let output = truncateOutput(result.output, ctx.limits.maxOutputChars);
     const note = guardrailNote(call.seq, ctx.limits.warnAfter, ctx.limits.hardStopAfter);
@@ -165,7 +172,9 @@ export class ToolCallRunner {
     const { run } = ctx;
     const executorCallId = `${run.id}:${call.callId}`;
     const watchdog = new AbortController();
-    const timer = setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
+    // A sub-run is bounded by its own limits (tool timeouts, hard stop, approval timeout)
+    // and may wait for a person, so no watchdog is put on the call that drives it.
+    const timer = this.registry.get(call.name)?.drivesSubRun ? undefined : setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
     try {
       const work = this.tools.execute(
         {
@@ -173,6 +182,7 @@ export class ToolCallRunner {
           sessionId: run.sessionId,
           executorId: ctx.executorId,
           callId: executorCallId,
+          toolCallId: call.callId,
           runId: run.id,
           memoryScope: run.options.memory_scope ?? null,
           maxOutputChars: ctx.limits.maxOutputChars,
@@ -233,10 +243,11 @@ export class ToolCallRunner {
     const tool = this.registry.get(call.name);
     const args = call.arguments;
     let argumentProblem: string | undefined;
+    let parsed: Record<string, unknown> | undefined;
     if (isUnparsed(args)) argumentProblem = `the arguments for ${call.name} are not valid JSON; send a JSON object`;
     else if (tool) {
       try {
-        this.tools.parseArguments(call.name, args);
+        parsed = this.tools.parseArguments(call.name, args);
       } catch (err) {
         if (!(err instanceof InvalidToolArgumentsError)) throw err;
         argumentProblem = err.message;
@@ -247,7 +258,7 @@ export class ToolCallRunner {
       name: call.name,
       argumentProblem,
       key: callKey(call),
-      mutating: tool?.mutating ?? true,
+      mutating: callMutates(tool, parsed),
       subject: ruleSubject(tool?.pathArgument, args),
       isShell: call.name === 'terminal',
     };

@@ -10,6 +10,8 @@ import { SessionsService } from './sessions.service';
 
 const createSessionSchema = z.object({ metadata: metadataSchema.optional() }).strict();
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
+/** `include_children=true` adds the messages of sub-runs (delegate_task), each marked by its run_id. */
+const messagesQuerySchema = z.object({ include_children: z.enum(['true', 'false']).optional() }).strict();
 const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name');
 
 @Controller('v1/sessions')
@@ -40,8 +42,8 @@ export class SessionsController {
 
   @Get(':id/messages')
   async messages(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const messages = await this.sessions.messages(tenantId, pathId('session', id));
+    const q = validate(messagesQuerySchema, query, 'query');
+    const messages = await this.sessions.messages(tenantId, pathId('session', id), { includeSubRuns: q.include_children === 'true' });
     return { data: messages.map(messageJson) };
   }
 

@@ -85,10 +85,20 @@ export class SessionsRepository {
     return res.count > 0;
   }
 
-  async listMessages(tenantId: string, sessionId: string): Promise<MessageView[]> {
-    const rows = await this.db.tenant(tenantId, (tx) =>
-      tx.message.findMany({ where: { tenantId, sessionId }, orderBy: { seq: 'asc' } }),
-    );
+  /**
+   * The session's conversation, oldest first. Sub-runs' messages (delegate_task's private
+   * work) are left out unless asked for, as they are from the history the model reads.
+   */
+  async listMessages(tenantId: string, sessionId: string, options: { includeSubRuns?: boolean } = {}): Promise<MessageView[]> {
+    const rows = await this.db.tenant(tenantId, async (tx) => {
+      if (options.includeSubRuns) return tx.message.findMany({ where: { tenantId, sessionId }, orderBy: { seq: 'asc' } });
+      const subRuns = await tx.run.findMany({ where: { tenantId, sessionId, parentRunId: { not: null } }, select: { id: true } });
+      const hidden = subRuns.map((r) => r.id);
+      return tx.message.findMany({
+        where: { tenantId, sessionId, ...(hidden.length > 0 ? { OR: [{ runId: null }, { runId: { notIn: hidden } }] } : {}) },
+        orderBy: { seq: 'asc' },
+      });
+    });
     return rows.map(toMessage);
   }
 

@@ -55,9 +55,9 @@ export class SessionsService {
     }
   }
 
-  async messages(tenantId: string, id: string): Promise<MessageView[]> {
+  async messages(tenantId: string, id: string, options: { includeSubRuns?: boolean } = {}): Promise<MessageView[]> {
     await this.get(tenantId, id);
-    return this.sessions.listMessages(tenantId, id);
+    return this.sessions.listMessages(tenantId, id, options);
   }
 
   /** POST /v1/sessions/{id}/tools/{name}: one tool call in the sandbox, no model involved. */

@@ -25,4 +25,11 @@ export interface ToolDefinition {
   pathArgument?: string;
   /** Default time limit in seconds (limits.timeouts overrides per run). */
   timeoutSeconds: number;
+  /**
+   * The call drives a sub-run (delegate_task) whose state is durable on its own: the run
+   * loop puts no watchdog on it (the sub-run's own limits bound it), and a call found
+   * running after its worker stopped is taken up again, continuing the same sub-run,
+   * instead of being reported interrupted.
+   */
+  drivesSubRun?: boolean;
 }

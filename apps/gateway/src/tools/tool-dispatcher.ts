@@ -14,6 +14,8 @@ export interface ToolContext {
   /** The executor the session's sandbox lives on, once it has one. */
   executorId: string | null;
   callId?: string;
+  /** The model's id for the call, unique within its run. */
+  toolCallId?: string;
   /** The run making the call; absent for direct calls (POST /v1/sessions/{id}/tools/{name}). */
   runId?: string;
   /** The run's `memory_scope`: narrows which memories the memory tool sees and where it saves. */

@@ -1,0 +1,65 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { z } from 'zod';
+import { DELEGATE_TASK } from '../runs/run-tools';
+import { GatewayTool, GatewayToolContext, GatewayToolResult } from '../tools/gateway-tool';
+import { ToolRegistry, TOOLSET_NAMES } from '../tools/tool-registry';
+import { SubRuns } from './sub-runs';
+
+const parameters = z
+  .object({
+    task: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(100_000)
+      .describe(
+        'The whole task, written to stand alone: the sub-agent sees nothing of this conversation. Give the goal, the paths and facts it needs, the constraints, and what its answer must contain.',
+      ),
+    toolset: z.enum(TOOLSET_NAMES).optional().describe('Give it only the tools of this toolset (it never gets a tool you do not have).'),
+    tools: z
+      .array(z.string().min(1).max(129))
+      .max(200)
+      .optional()
+      .describe('Narrow its tools further with an allowlist: exact names, `*`, `prefix*`, and `!name` to leave one out.'),
+  })
+  .strict();
+
+type DelegateArgs = z.infer<typeof parameters>;
+
+/**
+ * delegate_task: a sub-agent with a fresh context for a self-contained subtask; only its
+ * final answer comes back. Its calls are judged one by one in its own run, so the call
+ * itself does not mutate (TOOLS.md).
+ *
+ * Registered when the module starts rather than through GATEWAY_TOOLS: running a sub-run
+ * needs the run loop, and the run loop needs the ToolRegistry, so injecting this tool into
+ * the registry would be a cycle.
+ */
+@Injectable()
+export class DelegateTaskTool implements GatewayTool, OnModuleInit {
+  readonly definition = {
+    name: DELEGATE_TASK,
+    description:
+      'Hand a self-contained subtask to a sub-agent that starts with an empty context and returns only its final answer. Use it for research or exploration whose details would flood this conversation (searching a codebase, reading many files, trying things out) when only the conclusion matters. The sub-agent cannot see this conversation, so write the task to stand alone. It works in the same workspace with your tools or fewer (toolset, tools) under the same approval rules. Do small steps yourself.',
+    parameters,
+    mutating: false,
+    toolsets: ['coding' as const],
+    runsIn: 'gateway' as const,
+    // Not applied: the sub-run's own limits bound it (see drivesSubRun).
+    timeoutSeconds: 900,
+    drivesSubRun: true,
+  };
+
+  constructor(
+    private readonly registry: ToolRegistry,
+    private readonly subRuns: SubRuns,
+  ) {}
+
+  onModuleInit(): void {
+    this.registry.registerGatewayTool(this);
+  }
+
+  execute(ctx: GatewayToolContext, args: DelegateArgs): Promise<GatewayToolResult> {
+    return this.subRuns.delegate(ctx, args);
+  }
+}

@@ -1,0 +1,41 @@
+import { RunboxConfig } from '@app/config';
+import { z } from 'zod';
+import { GatewayTool } from '../tools/gateway-tool';
+import { ToolRegistry } from '../tools/tool-registry';
+import { DELEGATE_TASK, RunToolSelection } from './run-tools';
+
+const delegate: GatewayTool = {
+  definition: {
+    name: DELEGATE_TASK,
+    description: 'd',
+    parameters: z.object({ task: z.string() }),
+    mutating: false,
+    toolsets: ['coding'],
+    runsIn: 'gateway',
+    timeoutSeconds: 900,
+  },
+  execute: () => Promise.resolve({ output: '', metadata: {}, is_error: false }),
+};
+
+function selection(maxDepth: number): RunToolSelection {
+  return new RunToolSelection(new ToolRegistry([delegate]), { RUNBOX_DELEGATE_MAX_DEPTH: maxDepth } as RunboxConfig);
+}
+
+describe('RunToolSelection', () => {
+  it('offers delegate_task while the run is less deep than RUNBOX_DELEGATE_MAX_DEPTH', () => {
+    const tools = selection(2);
+    expect(tools.forRun({ options: { toolset: 'coding' }, depth: 0 }).offered.has(DELEGATE_TASK)).toBe(true);
+    expect(tools.forRun({ options: { toolset: 'coding' }, depth: 1 }).offered.has(DELEGATE_TASK)).toBe(true);
+    const deepest = tools.forRun({ options: { toolset: 'coding' }, depth: 2 });
+    expect(deepest.offered.has(DELEGATE_TASK)).toBe(false);
+    expect(deepest.offered.has('read_file')).toBe(true);
+    expect(deepest.withheld.get(DELEGATE_TASK)).toMatch(/2 levels deep .* at most 2 deep \(RUNBOX_DELEGATE_MAX_DEPTH\)/);
+  });
+
+  it('withholds only what the selection named, and 0 turns delegation off', () => {
+    expect(selection(2).forRun({ options: { toolset: 'minimal' }, depth: 5 }).withheld.size).toBe(0);
+    const off = selection(0).forRun({ options: { toolset: 'coding' }, depth: 0 });
+    expect(off.offered.has(DELEGATE_TASK)).toBe(false);
+    expect(off.withheld.get(DELEGATE_TASK)).toMatch(/turned off .*RUNBOX_DELEGATE_MAX_DEPTH=0/);
+  });
+});
