@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { AgentChannel } from './agent-channel';
 import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
-import { BackendMismatchError, SandboxService, SessionNotFoundError } from './sandbox.service';
+import { BackendMismatchError, CallCancelledError, SandboxService, SessionNotFoundError } from './sandbox.service';
 
 /** A channel whose agent answers every call with its op name, after `delayMs`. */
 function echoChannel(delayMs = 0): AgentChannel {
@@ -117,6 +117,31 @@ describe('SandboxService', () => {
     expect(results.map((r) => r.output)).toEqual(['ping', 'ping', 'ping']);
     expect(runtime.provisioned).toBe(1);
     expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1', executorId: 'exec-1' });
+  });
+
+  it('refuses a call whose cancel came while its sandbox was being made, and only that call', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    const call = service.call(target, 'terminal', {}, 1000, 'run_1:call_a');
+    // No sandbox yet: there is no channel to tell, but the cancel is kept for the call.
+    expect(await service.cancel('ten_a', 'ses_1', 'run_1:call_a')).toBe(false);
+    await expect(call).rejects.toBeInstanceOf(CallCancelledError);
+    expect(runtime.provisioned).toBe(1);
+    // Used up, and scoped by tenant: the same id runs later, another tenant's cancel stops nothing.
+    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:call_a')).resolves.toMatchObject({ output: 'terminal' });
+    await service.cancel('ten_b', 'ses_1', 'run_1:call_b');
+    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:call_b')).resolves.toMatchObject({ output: 'terminal' });
+  });
+
+  it('sends a cancel to the sandbox that holds the call, and forgets old cancels', async () => {
+    const { repo, service, advance } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    expect(await service.cancel('ten_a', 'ses_1', 'run_1:gone')).toBe(true);
+    advance(11 * 60_000);
+    await service.cancel('ten_a', 'ses_1', 'run_1:other');
+    // Ten minutes on, the first cancel no longer stops a call that reuses its id.
+    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:gone')).resolves.toMatchObject({ output: 'terminal' });
   });
 
   it("answers another tenant's session like a missing one, and never creates for it", async () => {

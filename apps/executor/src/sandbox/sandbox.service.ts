@@ -14,6 +14,13 @@ export class SessionNotFoundError extends Error {
 
 export class SandboxUnavailableError extends Error {}
 
+/** The call was cancelled before it reached the sandbox; nothing ran. */
+export class CallCancelledError extends Error {
+  constructor(callId: string) {
+    super(`call ${callId} was cancelled before it started; nothing ran`);
+  }
+}
+
 /** The call asked for a backend this executor does not run. */
 export class BackendDisabledError extends Error {}
 
@@ -48,6 +55,8 @@ interface LiveSandbox {
 }
 
 const ATTACH_TIMEOUT_MS = 15_000;
+/** How long a cancel waits for a call that has not arrived yet (one made while its sandbox starts). */
+const EARLY_CANCEL_TTL_MS = 10 * 60_000;
 
 /**
  * Owns the sandboxes of this executor, whatever runtime they use: finds or makes a
@@ -59,6 +68,8 @@ const ATTACH_TIMEOUT_MS = 15_000;
 export class SandboxService {
   private readonly live = new Map<string, LiveSandbox>();
   private readonly lifecycle = new KeyedLock();
+  /** Cancels of calls not yet sent to their sandbox, by tenant and call id, with when they came. */
+  private readonly earlyCancels = new Map<string, number>();
 
   constructor(
     readonly executorId: string,
@@ -83,11 +94,32 @@ export class SandboxService {
     sandbox.inFlight++;
     try {
       const channel = await this.channelOf(sandbox);
+      // Checked with no await before the write: a cancel handled from here on finds the
+      // request on the channel ahead of it, and the agent stops it there.
+      if (callId !== undefined && this.earlyCancels.delete(cancelKey(target.tenantId, callId))) throw new CallCancelledError(callId);
       return await channel.call(op, args, timeoutMs, callId);
     } finally {
       sandbox.inFlight--;
       sandbox.lastUsed = this.now();
     }
+  }
+
+  /**
+   * Stops a call: the agent kills it if it runs, or refuses it if it arrives later. A call
+   * still waiting for its sandbox (being created, or the channel attaching) is refused here
+   * before it is sent. Never creates a sandbox. True when a sandbox of this executor was told.
+   */
+  async cancel(tenantId: string, sessionId: string, callId: string): Promise<boolean> {
+    const now = this.now();
+    for (const [key, at] of this.earlyCancels) {
+      if (now - at <= EARLY_CANCEL_TTL_MS) break; // insertion order: the rest are younger
+      this.earlyCancels.delete(key);
+    }
+    this.earlyCancels.set(cancelKey(tenantId, callId), now);
+    const channel = this.existingChannel(tenantId, sessionId);
+    if (!channel) return false;
+    await channel.call('cancel', { target_id: callId }, 5_000);
+    return true;
   }
 
   /** The open channel of a sandbox this executor already holds; never creates one. */
@@ -390,4 +422,8 @@ function mismatch(target: CallTarget, actual: SandboxBackend): BackendMismatchEr
 
 function settle(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function cancelKey(tenantId: string, callId: string): string {
+  return `${tenantId}/${callId}`;
 }

@@ -16,6 +16,7 @@ import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import {
   BackendDisabledError,
   BackendMismatchError,
+  CallCancelledError,
   SandboxService,
   SandboxUnavailableError,
   SessionNotFoundError,
@@ -62,6 +63,9 @@ export class ToolCallHandler {
       if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);
       if (err instanceof SandboxUnavailableError) return fail('sandbox_failed', err.message);
       if (err instanceof DuplicateRequestError) return fail('duplicate_call', err.message);
+      if (err instanceof CallCancelledError) {
+        return { ok: true, executor_id, result: { output: err.message, metadata: { cancelled: true }, is_error: true } };
+      }
       if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) {
         const health = await this.sandboxes.diagnose(req.tenant_id, req.session_id);
         this.logger.warn({ ...log, health, reason: err.message }, 'sandbox channel failed');
@@ -77,13 +81,10 @@ export class ToolCallHandler {
   }
 
   private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
-    // Sent to every executor; only the one holding the session's channel acts, and a
-    // cancel never creates a sandbox.
-    const channel = this.sandboxes.existingChannel(msg.tenant_id, msg.session_id);
-    if (!channel) return { ok: false };
+    // Sent to every executor: the one holding the session's channel stops the call, and
+    // each one remembers the cancel in case the call reaches it later.
     try {
-      await channel.call('cancel', { target_id: msg.call_id }, 5_000);
-      return { ok: true };
+      return { ok: await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id) };
     } catch {
       return { ok: false };
     }

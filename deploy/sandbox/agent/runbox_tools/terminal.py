@@ -191,6 +191,12 @@ class _Call:
 
 _lock = threading.Lock()
 _calls = {}  # job_id -> _Call, for every call this agent is running or watching
+# Cancels that arrived before their call: request id -> time.monotonic() of the cancel.
+# Requests run in threads of their own, so a cancel sent right after its call may be
+# handled first; the call then finds its cancel here and never starts.
+_early_cancels = {}
+EARLY_CANCEL_TTL_S = 600
+EARLY_CANCEL_MAX = 1000
 _reclaimer_started = False
 
 
@@ -425,9 +431,12 @@ def _wait_exit(call):
 
 
 def _start(command, request_id):
+    """The running call, or None when a cancel for its request id came first."""
     call = _Call(_new_job_id(), command, request_id)
     # Registered before the spawn so the reclaimer never takes its files or state file.
     with _lock:
+        if request_id is not None and _early_cancels.pop(request_id, None) is not None:
+            return None
         _calls[call.job_id] = call
     try:
         _prepare(call)
@@ -437,7 +446,21 @@ def _start(command, request_id):
         _discard_state(call)
         _remove_call_files(call)
         raise ToolError("could not start the command: %s" % e, code="spawn_failed")
+    with _lock:
+        cancelled_during_spawn = call.cancelled
+    if cancelled_during_spawn:
+        _signal_group(call.proc.pid, signal.SIGTERM)
+        threading.Thread(target=_finish_kill, args=(call.proc.pid,), daemon=True).start()
     return call
+
+
+def _remember_early_cancel(target):
+    """Called under _lock. Old entries go first, so a flood of cancels cannot grow it without end."""
+    now = time.monotonic()
+    for rid, at in list(_early_cancels.items()):
+        if now - at > EARLY_CANCEL_TTL_S or len(_early_cancels) >= EARLY_CANCEL_MAX:
+            del _early_cancels[rid]
+    _early_cancels[target] = now
 
 
 def _remove_call_files(call):
@@ -683,6 +706,10 @@ def terminal(args, request_id=None):
     command, timeout_s, wait_s = _parse_args(args)
     limit = _output_limit(args)
     call = _start(command, request_id)
+    if call is None:
+        return {"output": "status: cancelled\nnote: cancelled before it started; nothing ran",
+                "metadata": {"exit_code": None, "timed_out": False, "cancelled": True, "background": False},
+                "is_error": True}
     outcome = _wait(call, timeout_s, wait_s)
     if outcome == "background":
         _promote(call)
@@ -702,11 +729,20 @@ def cancel(args, request_id=None):
     if not isinstance(target, str) or not target:
         raise _invalid("target_id is required and must be a non-empty string")
     with _lock:
-        call = next((c for c in _calls.values() if c.request_id == target and c.proc
+        call = next((c for c in _calls.values() if c.request_id == target
                      and not c.background and not c.finished), None)
         if call:
             call.cancelled = True
-    killed = bool(call) and _signal_group(call.proc.pid, signal.SIGTERM)
+            spawning = call.proc is None  # _start kills it the moment the spawn returns
+        else:
+            _remember_early_cancel(target)
+    if call is None:
+        return {"output": "no running terminal call %s; it will not start if it arrives later" % target,
+                "metadata": {"target_id": target, "killed": False, "pending": True}, "is_error": False}
+    if spawning:
+        return {"output": "cancelled terminal call %s while it was starting" % target,
+                "metadata": {"target_id": target, "killed": True}, "is_error": False}
+    killed = _signal_group(call.proc.pid, signal.SIGTERM)
     if killed:
         # The escalation to SIGKILL runs on its own so cancel answers at once.
         threading.Thread(target=_finish_kill, args=(call.proc.pid,), daemon=True).start()

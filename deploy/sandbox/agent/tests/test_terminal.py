@@ -432,9 +432,49 @@ class CancelTests(TerminalTestCase):
     def test_cancel_unknown_target(self):
         answer = OPS["cancel"]({"target_id": "nothing-runs"})
         self.assertFalse(answer["metadata"]["killed"])
+        self.assertTrue(answer["metadata"]["pending"])
         with self.assertRaises(ToolError) as ctx:
             OPS["cancel"]({})
         self.assertEqual(ctx.exception.code, "invalid_arguments")
+
+
+    def test_a_cancel_that_arrives_first_keeps_its_call_from_starting(self):
+        # Each request runs in a thread of its own, so the cancel sent right after a call
+        # can be handled before it: the call must then not run at all.
+        OPS["cancel"]({"target_id": "req-early"})
+        result = OPS["terminal"]({"command": "touch ran.txt"}, request_id="req-early")
+        self.assertTrue(result["is_error"])
+        self.assertTrue(result["metadata"]["cancelled"])
+        self.assertIn("cancelled before it started", result["output"])
+        self.assertFalse(os.path.exists(os.path.join(self.workspace, "ran.txt")))
+        # The cancel is used up: the same id later runs normally.
+        again = OPS["terminal"]({"command": "echo fine"}, request_id="req-early")
+        self.assertFalse(again["is_error"], again["output"])
+
+    def test_a_cancel_during_the_spawn_kills_the_call_once_it_exists(self):
+        real_spawn = terminal_module._spawn
+        cancelled = {}
+
+        def spawn_with_cancel(call):
+            cancelled.update(OPS["cancel"]({"target_id": "req-spawning"}))
+            real_spawn(call)
+
+        terminal_module._spawn = spawn_with_cancel
+        try:
+            started = time.monotonic()
+            result = OPS["terminal"]({"command": "sleep 30; touch late.txt", "max_wait_ms": 20000}, request_id="req-spawning")
+        finally:
+            terminal_module._spawn = real_spawn
+        self.assertTrue(cancelled["metadata"]["killed"], cancelled["output"])
+        self.assertTrue(result["metadata"]["cancelled"], result["output"])
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertFalse(os.path.exists(os.path.join(self.workspace, "late.txt")))
+
+    def test_early_cancels_are_bounded(self):
+        for i in range(terminal_module.EARLY_CANCEL_MAX + 50):
+            OPS["cancel"]({"target_id": "flood-%d" % i})
+        self.assertLessEqual(len(terminal_module._early_cancels), terminal_module.EARLY_CANCEL_MAX)
+        terminal_module._early_cancels.clear()
 
 
 class ReclaimTests(TerminalTestCase):
