@@ -312,6 +312,40 @@ describe('delegate_task', () => {
     expect((await runs.wait(id)).output).toBe('one.txt written + two.txt written');
   });
 
+  it('holds a sub-run to its parent’s guardrails and permission rules, counted in the sub-run', async () => {
+    const task = 'GUARDED: run three commands.';
+    const echo = (n: number) => ({ id: `call_e${n}`, name: 'terminal', arguments: { command: `echo guarded-${n} >> /workspace/guarded.txt` } });
+    model.route(
+      sentBy(task),
+      { toolCalls: [{ id: 'call_rm', name: 'terminal', arguments: { command: 'rm -rf /workspace/keep' } }, echo(1), echo(2), echo(3)] },
+      { content: 'helper stopped as told' },
+    );
+    model.enqueue({ toolCalls: [{ id: 'call_d', name: 'delegate_task', arguments: { task } }] }, { content: 'parent done' });
+    const { id, session_id } = await runs.start({
+      input: 'PARENT: guarded helper',
+      toolset: 'coding',
+      limits: { warn_after: 2, hard_stop_after: 3 },
+      permissions: { deny: ['terminal(rm *)'] },
+    });
+    expect(await runs.wait(id)).toMatchObject({ status: 'completed', output: 'parent done' });
+    expect(await runs.toolResult(session_id, 'call_d')).toBe('helper stopped as told');
+
+    const [sub] = await subRunsOf(id);
+    const rows = await runs.toolCallRows(sub.id);
+    const byId = Object.fromEntries(rows.map((r) => [r.call_id, r]));
+    // The deny rule refuses the first call; it still counts, so the third echo is past the stop.
+    expect(byId.call_rm).toMatchObject({ status: 'refused', decision: 'rule_deny' });
+    expect([byId.call_e1.status, byId.call_e2.status]).toEqual(['completed', 'completed']);
+    expect(byId.call_e3).toMatchObject({ status: 'refused', decision: 'hard_stop' });
+    const written = await runs.tool(session_id, 'read_file', { path: 'guarded.txt' });
+    expect(written.output.match(/guarded-\d/g)).toHaveLength(2);
+    const subEvents = await readRunEvents(stack.url, runs.key, sub.id);
+    // The echoes run concurrently, so the two notes may arrive in either order.
+    expect(subEvents.filter((e) => e.event === 'guardrail.warning').map((e) => e.data.kind).sort()).toEqual(['hard_stop', 'warning']);
+    // The parent made one call of its own: the sub-run's calls did not count toward its limits.
+    expect((await runs.get(id)).body.usage.tool_calls).toBe(1);
+  });
+
   it('does not count sub-runs against the tenant’s run quotas; their parent already counts', async () => {
     const limited = new RunsClient(stack, (await stack.createTenant(undefined, { runs_per_minute: 2 })).apiKey);
     const task = 'QUOTA: answer at once.';
