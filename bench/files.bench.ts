@@ -176,7 +176,7 @@ for d in range(${TREE.dirs}):
     // The command the grep tool runs (deploy/sandbox/agent/runbox_tools/search.py, RgRun.command):
     // the same search plus the 8 MB size limit, hidden files, .git excluded, JSON out.
     const limitRg = 'rg -l --max-filesize 8M NEEDLE_BENCH tree';
-    const toolRg = 'rg --json --debug --no-config --hidden --binary --sort path --max-filesize 8M --case-sensitive --glob !.git --regexp NEEDLE_BENCH -- tree';
+    const toolRg = 'rg --json --debug --no-config --hidden --binary --max-filesize 8M --case-sensitive --glob !.git --regexp NEEDLE_BENCH -- tree';
     // Timed inside the container, so without the exec's own cost: wall time, and the CPU time
     // the container's cgroup spent, which other load on the host barely changes.
     const timed = (command: string) =>

@@ -424,8 +424,15 @@ def grep(args, request_id=None):
     if "\x00" in pattern:
         raise bad_arg("pattern", "must not contain a NUL byte")
     with _search_base(args) as r:
-        run = RgRun(pattern, file_glob, case_insensitive, r)
+        deadline = time.monotonic() + search_timeout()
+        run = RgRun(pattern, file_glob, case_insensitive, r, deadline)
         run.execute()
+        if run.capped:
+            # rg in path order walks on one thread and costs about 5 % more, so only a search
+            # that hit the collection cap pays for it: its first MAX_COLLECTED lines must be
+            # the same ones on every call, or paging through them would skip and repeat.
+            run = RgRun(pattern, file_glob, case_insensitive, r, deadline, in_path_order=True)
+            run.execute()
     if run.fatal:
         raise run.fatal
     entries = run.entries(mode)
@@ -449,9 +456,10 @@ class RgRun:
     _TOO_BIG = re.compile(r"ignoring (.+): (\d+) bytes$")
     _FILE_ERROR = re.compile(r"^(?:rg: )?(.+?): (.*\(os error \d+\))$")
 
-    def __init__(self, pattern, file_glob, case_insensitive, resolved):
+    def __init__(self, pattern, file_glob, case_insensitive, resolved, deadline, in_path_order=False):
         self.pattern, self.file_glob, self.case_insensitive = pattern, file_glob, case_insensitive
         self.r = resolved
+        self.deadline, self.in_path_order = deadline, in_path_order
         self.files = {}      # display path -> [(line number, text)]
         self.skipped = []    # (display path, reason)
         self.errors = []     # fatal stderr text (bad regex, bad glob)
@@ -464,8 +472,10 @@ class RgRun:
     # -- running
 
     def command(self, target):
-        cmd = list(RG_COMMAND) + ["--json", "--debug", "--no-config", "--hidden", "--binary", "--sort", "path",
-                                  "--max-filesize", "8M"]
+        # Results are sorted here, so rg may search in parallel and report in any order.
+        cmd = list(RG_COMMAND) + ["--json", "--debug", "--no-config", "--hidden", "--binary", "--max-filesize", "8M"]
+        if self.in_path_order:
+            cmd += ["--sort", "path"]
         if self.case_insensitive:
             cmd.append("--ignore-case")
         else:
@@ -508,7 +518,7 @@ class RgRun:
         for t in readers + [waiter]:
             t.start()
         try:
-            if not exited.wait(search_timeout()):
+            if not exited.wait(max(0.0, self.deadline - time.monotonic())):
                 self.timed_out = True
         finally:
             if not exited.is_set():
@@ -536,9 +546,12 @@ class RgRun:
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if self._take(msg) and not self.capped:
+            if self._take(msg):
+                # Nothing after the cap is kept, so a capped search holds exactly the
+                # first MAX_COLLECTED lines rg reported, whatever was still in the pipe.
                 self.capped = True
                 self._kill(proc)
+                break
         proc.stdout.close()
 
     def _read_stderr(self, proc):

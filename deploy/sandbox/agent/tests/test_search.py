@@ -226,6 +226,20 @@ class GrepTest(SearchTest):
         self.assertIn("regular expression", str(err))
         self.fail_with("invalid_pattern", "grep", pattern="x", glob="{a")
 
+    def test_a_capped_search_keeps_the_first_lines_in_path_order_on_every_call(self):
+        # rg reports in any order when it searches in parallel; a search that hits the
+        # collection cap is run again in path order, so its pages are stable.
+        for d in range(6):
+            for f in range(6):
+                self.put("many/d%d/f%d.txt" % (d, f), "alpha %d %d\n" % (d, f))
+        with mock.patch.object(search_module, "MAX_COLLECTED", 7):
+            first = self.call("grep", pattern="alpha", path="many", output_mode="content")
+            second = self.call("grep", pattern="alpha", path="many", output_mode="content", head_limit=3, offset=3)
+        shown = first["output"].split("\n\n")[0].split("\n")
+        self.assertEqual(shown, ["many/d0/f%d.txt:1:alpha 0 %d" % (f, f) for f in range(6)] + ["many/d1/f0.txt:1:alpha 1 0"])
+        self.assertIn("stopped collecting after 7 matching lines", first["output"])
+        self.assertEqual(second["output"].split("\n\n")[0].split("\n"), shown[3:6])
+
     def test_finds_text_past_the_read_file_cap(self):
         lines = ["filler line %06d" % i for i in range(1, 80001)]
         lines[59999] = "UNIQUE_NEEDLE_HERE"
