@@ -230,6 +230,28 @@ describe('runs: the loop', () => {
     expect(late.body.error.code).toBe('conflict');
   });
 
+  it('deleting a session cancels its running and queued runs, and nothing queued starts', async () => {
+    model.enqueue({ toolCalls: [{ id: 'call_busy', name: 'terminal', arguments: { command: 'echo up > up.txt; sleep 95', max_wait_ms: 600000 } }] });
+    const { id, session_id } = await runs.start({ input: 'busy until deleted' });
+    await eventually('the command to start', async () => {
+      const probe = await runs.tool(session_id, 'terminal', { command: 'cat up.txt 2>/dev/null || true' });
+      return probe.output.includes('up') ? true : undefined;
+    });
+    const queued = await runs.start({ session_id, input: 'queued behind it', on_busy: 'enqueue' });
+
+    const deleted = await stack.request('DELETE', `/v1/sessions/${session_id}`, { key: runs.key });
+    expect(deleted.status).toBe(204);
+    for (const runId of [id, queued.id]) {
+      expect((await runs.get(runId)).body.status).toBe('cancelled');
+      const events = await readRunEvents(stack.url, runs.key, runId);
+      expect(events[events.length - 1]).toMatchObject({ event: 'run.cancelled', data: { reason: 'the session was deleted' } });
+    }
+    expect((await runs.toolCallRows(id)).map((r) => r.status)).toEqual(['cancelled']);
+    expect(await docker.listContainers({ all: true, filters: { label: [`runbox.session=${session_id}`] } })).toHaveLength(0);
+    // Only the first run's one model call was ever made: the queued run never started.
+    expect(model.requests).toHaveLength(1);
+  });
+
   it('cancels a run while the model is thinking, and the run queued behind it starts', async () => {
     const hold = gate();
     model.enqueue(async () => {

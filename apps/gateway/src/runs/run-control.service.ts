@@ -31,7 +31,7 @@ export class RunControlService {
    * running is interrupted in the sandbox; the container stays. Cancelling a cancelled run
    * is a no-op; a completed or failed one is a 409.
    */
-  async cancel(tenantId: string, runId: string): Promise<RunView> {
+  async cancel(tenantId: string, runId: string, why: { reason?: string; startNext?: boolean } = {}): Promise<RunView> {
     const run = await this.runs.find(tenantId, runId);
     if (!run) throw AppError.notFound('run', runId);
     if (run.status === 'cancelled') return run;
@@ -41,7 +41,7 @@ export class RunControlService {
       ['queued', 'running', 'requires_approval'],
       'cancelled',
       {},
-      { type: 'run.cancelled', data: {} },
+      { type: 'run.cancelled', data: why.reason ? { reason: why.reason } : {} },
       { status: 'cancelled', output: CANCELLED_RESULT, isError: true },
     );
     if (!done) {
@@ -52,21 +52,39 @@ export class RunControlService {
     this.events.announce(runId, done.seqs);
     this.nats.publish(RUN_CANCEL_SUBJECT, runCancelSchema, { run_id: runId });
     for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
-    await this.cancelSubRuns(tenantId, runId);
-    if (!run.parentRunId) await this.dispatcher.startNextInSession(tenantId, run.sessionId);
+    await this.cancelSubRuns(tenantId, runId, why.reason);
+    if (!run.parentRunId && why.startNext !== false) await this.dispatcher.startNextInSession(tenantId, run.sessionId);
     return (await this.runs.find(tenantId, runId)) ?? run;
   }
 
+  /**
+   * A deleted session's runs end with it: each one that has not ended is cancelled (its
+   * tool interrupted, its sub-runs too) and none queued behind them starts.
+   */
+  async cancelSessionRuns(tenantId: string, sessionId: string): Promise<number> {
+    let cancelled = 0;
+    for (const run of await this.runs.activeInSession(tenantId, sessionId)) {
+      if (await this.cancelIfActive(tenantId, run.id, { reason: 'the session was deleted', startNext: false })) cancelled++;
+    }
+    return cancelled;
+  }
+
   /** Cancels the run's sub-runs that have not ended (theirs too): they work for a run that has. */
-  async cancelSubRuns(tenantId: string, runId: string): Promise<void> {
+  async cancelSubRuns(tenantId: string, runId: string, reason?: string): Promise<void> {
     for (const sub of await this.runs.activeDescendants(tenantId, runId)) {
       if (sub.parentRunId !== runId) continue; // cancelling a child cancels its own children
-      try {
-        await this.cancel(tenantId, sub.id);
-      } catch (err) {
-        // It ended by itself meanwhile: nothing left to cancel.
-        if (!(err instanceof AppError && err.code === ErrorCode.Conflict)) throw err;
-      }
+      await this.cancelIfActive(tenantId, sub.id, { reason });
+    }
+  }
+
+  /** Cancels the run unless it ended by itself meanwhile (then there is nothing to cancel). */
+  private async cancelIfActive(tenantId: string, runId: string, why: { reason?: string; startNext?: boolean }): Promise<boolean> {
+    try {
+      await this.cancel(tenantId, runId, why);
+      return true;
+    } catch (err) {
+      if (err instanceof AppError && err.code === ErrorCode.Conflict) return false;
+      throw err;
     }
   }
 

@@ -424,6 +424,14 @@ export class RunsRepository {
     return count > 0;
   }
 
+  /** The session's top-level runs that have not ended (their sub-runs go with them). */
+  async activeInSession(tenantId: string, sessionId: string): Promise<RunView[]> {
+    const rows = await this.db.tenant(tenantId, (tx) =>
+      tx.run.findMany({ where: { tenantId, sessionId, parentRunId: null, status: { in: [...ACTIVE_STATUSES] } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] }),
+    );
+    return rows.map(toRun);
+  }
+
   /** The session's oldest queued top-level run: the one to start when the current one ends. */
   async nextQueued(tenantId: string, sessionId: string): Promise<RunView | null> {
     const row = await this.db.tenant(tenantId, (tx) =>

@@ -4,6 +4,7 @@ import { LOGGER } from '@app/logging';
 import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
 import { QuotasService } from '../quotas/quotas.service';
+import { RunControlService } from '../runs/run-control.service';
 import { ExecutorClient } from '../tools/executor.client';
 import { ToolRegistry } from '../tools/tool-registry';
 import {
@@ -30,6 +31,7 @@ export class SessionsService {
     private readonly tools: ToolDispatcher,
     private readonly registry: ToolRegistry,
     private readonly quotas: QuotasService,
+    private readonly runControl: RunControlService,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -43,11 +45,16 @@ export class SessionsService {
     return session;
   }
 
-  /** Marks the session deleted, then has its executor remove the container and volume. */
+  /**
+   * Marks the session deleted (so no run can start on it), cancels its runs that have not
+   * ended, then has its executor remove the container and volume.
+   */
   async delete(tenantId: string, id: string): Promise<void> {
     const session = await this.get(tenantId, id);
     this.routes.forget(tenantId, id);
     await this.sessions.markDeleted(tenantId, id);
+    const cancelled = await this.runControl.cancelSessionRuns(tenantId, id);
+    if (cancelled > 0) this.logger.info({ tenantId, sessionId: id, cancelled }, 'cancelled the runs of a deleted session');
     const released = await this.executor.releaseSession(tenantId, id, session.executorId);
     if (!released) {
       // The executor's orphan sweep removes it: the session is no longer live.
