@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { ExecutorModule } from '../../apps/executor/src/executor.module';
 import { createGateway } from '../../apps/gateway/src/bootstrap';
-import { createTestDatabase, removeExecutorResources, TestDatabase } from '@app/testing';
+import { createTestDatabase, removeExecutorResources, startOrUndo, TestDatabase, testServiceEnv } from '@app/testing';
 import { freePort, startNats, stopProcess, TestNats } from '@app/testing';
 
 /** The built gateway (`npx nest build gateway`; `./runbox test` builds it). */
@@ -56,28 +56,16 @@ export class TestStack {
   constructor(private readonly options: StackOptions = {}) {}
 
   /** Starts everything; if any part fails, stops what did start before rethrowing. */
-  async start(): Promise<this> {
-    try {
-      return await this.startParts();
-    } catch (err) {
-      await this.stop().catch(() => undefined);
-      throw err;
-    }
+  start(): Promise<this> {
+    return startOrUndo(() => this.startParts(), () => this.stop());
   }
 
   private async startParts(): Promise<this> {
     this.nats = await startNats();
     this.db = await createTestDatabase();
     this.env = {
-      // The services connect as the production roles do: tenant work as runbox_app.
-      DATABASE_URL: this.db.appUrl,
-      SYSTEM_DATABASE_URL: this.db.url,
-      NATS_URL: this.nats.url,
+      ...testServiceEnv(this.db, this.nats, this.executorId),
       RUNBOX_ADMIN_TOKEN: this.adminToken,
-      RUNBOX_EXECUTOR_ID: this.executorId,
-      RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
-      // The exact image `./runbox test` built for this tree, not whatever :latest points at.
-      ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
       PORT: '0',
       ...this.options.env,
     };

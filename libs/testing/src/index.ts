@@ -2,3 +2,4 @@ export * from './test-database';
 export * from './test-nats';
 export * from './scripted-model';
 export * from './test-docker';
+export * from './test-services';

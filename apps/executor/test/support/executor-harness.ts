@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadConfig, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
-import { createTestDatabase, queryDatabase, removeExecutorResources, startNats, TestDatabase, TestNats } from '@app/testing';
+import { createTestDatabase, queryDatabase, removeExecutorResources, startNats, startOrUndo, TestDatabase, TestNats, testServiceEnv } from '@app/testing';
 import { randomBytes } from 'node:crypto';
 import { ExecutorModule } from '../../src/executor.module';
 import { SandboxBackend } from '../../src/sandbox/sandbox-runtime';
@@ -39,27 +39,13 @@ export class ExecutorHarness {
   constructor(private readonly env: Record<string, string> = {}) {}
 
   /** Starts everything; if any part fails, stops what did start before rethrowing. */
-  async start(): Promise<this> {
-    try {
-      return await this.startParts();
-    } catch (err) {
-      await this.stop().catch(() => undefined);
-      throw err;
-    }
+  start(): Promise<this> {
+    return startOrUndo(() => this.startParts(), () => this.stop());
   }
 
   private async startParts(): Promise<this> {
     [this.db, this.nats] = await Promise.all([createTestDatabase(), startNats()]);
-    this.config = loadConfig({
-      // As in production: tenant work as runbox_app, sweeps as runbox_system.
-      DATABASE_URL: this.db.appUrl,
-      SYSTEM_DATABASE_URL: this.db.url,
-      NATS_URL: this.nats.url,
-      RUNBOX_EXECUTOR_ID: this.executorId,
-      RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
-      ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
-      ...this.env,
-    });
+    this.config = loadConfig({ ...testServiceEnv(this.db, this.nats, this.executorId), ...this.env });
     await this.sql('INSERT INTO tenants (id, name) VALUES ($1, $2)', [this.tenantId, this.tenantId]);
     await this.startExecutor();
     return this;

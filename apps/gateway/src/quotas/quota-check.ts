@@ -12,8 +12,10 @@ export interface TenantUsage {
   windowResetSeconds: number;
 }
 
+type LimitName = 'max_sessions' | 'max_concurrent_runs' | 'runs_per_minute';
+
 export interface ExceededLimit {
-  limit: 'max_sessions' | 'max_concurrent_runs' | 'runs_per_minute';
+  limit: LimitName;
   max: number;
   current: number;
   retryAfterSeconds: number;
@@ -25,42 +27,42 @@ const SESSIONS_RETRY_SECONDS = 60;
 /** Runs end on their own; a short wait is usually enough. */
 const RUNS_RETRY_SECONDS = 5;
 
+interface LimitRule {
+  limit: LimitName;
+  count: (usage: TenantUsage) => number;
+  retryAfterSeconds: (after: TenantUsage) => number;
+  advice: (retryAfterSeconds: number) => string;
+}
+
+/** Checked in this order; the first one broken is reported. */
+const RULES: readonly LimitRule[] = [
+  { limit: 'max_sessions', count: (u) => u.sessions, retryAfterSeconds: () => SESSIONS_RETRY_SECONDS, advice: () => 'delete a session to create another' },
+  { limit: 'max_concurrent_runs', count: (u) => u.activeRuns, retryAfterSeconds: () => RUNS_RETRY_SECONDS, advice: () => 'wait for a run to finish' },
+  {
+    limit: 'runs_per_minute',
+    count: (u) => u.recentRuns,
+    retryAfterSeconds: (after) => Math.max(1, after.windowResetSeconds),
+    advice: (seconds) => `retry in ${seconds} s`,
+  },
+];
+
 /**
  * The first limit the request broke, or undefined. A limit is broken when the request
  * raised a count (so a repeated idempotent request that created nothing passes) and the
  * count is now above the limit.
  */
 export function exceededLimit(limits: TenantLimits, before: TenantUsage, after: TenantUsage): ExceededLimit | undefined {
-  const broke = (max: number | undefined, b: number, a: number): max is number => max !== undefined && a > b && a > max;
-  if (broke(limits.max_sessions, before.sessions, after.sessions)) {
-    const max = limits.max_sessions;
+  for (const rule of RULES) {
+    const max = limits[rule.limit];
+    const [was, now] = [rule.count(before), rule.count(after)];
+    if (max === undefined || now <= was || now <= max) continue;
+    const retryAfterSeconds = rule.retryAfterSeconds(after);
     return {
-      limit: 'max_sessions',
+      limit: rule.limit,
       max,
-      current: before.sessions,
-      retryAfterSeconds: SESSIONS_RETRY_SECONDS,
-      message: `tenant limit max_sessions (${max}) reached: delete a session to create another`,
-    };
-  }
-  if (broke(limits.max_concurrent_runs, before.activeRuns, after.activeRuns)) {
-    const max = limits.max_concurrent_runs;
-    return {
-      limit: 'max_concurrent_runs',
-      max,
-      current: before.activeRuns,
-      retryAfterSeconds: RUNS_RETRY_SECONDS,
-      message: `tenant limit max_concurrent_runs (${max}) reached: wait for a run to finish`,
-    };
-  }
-  if (broke(limits.runs_per_minute, before.recentRuns, after.recentRuns)) {
-    const max = limits.runs_per_minute;
-    const retryAfterSeconds = Math.max(1, after.windowResetSeconds);
-    return {
-      limit: 'runs_per_minute',
-      max,
-      current: before.recentRuns,
+      current: was,
       retryAfterSeconds,
-      message: `tenant limit runs_per_minute (${max}) reached: retry in ${retryAfterSeconds} s`,
+      message: `tenant limit ${rule.limit} (${max}) reached: ${rule.advice(retryAfterSeconds)}`,
     };
   }
   return undefined;
