@@ -53,6 +53,8 @@ describe('runs: the loop', () => {
     // A client that reconnects gets only what came after the id it saw.
     const resumed = await readRunEvents(stack.url, runs.key, id, { lastEventId: 5 });
     expect(resumed.map((e) => [e.id, e.event])).toEqual(events.slice(5).map((e) => [e.id, e.event]));
+    // One that had seen the end already gets an empty stream that ends, not keepalives for ever.
+    expect(await readRunEvents(stack.url, runs.key, id, { lastEventId: 8, timeoutMs: 10_000 })).toEqual([]);
 
     const run = (await runs.get(id)).body;
     expect(run).toMatchObject({ status: 'completed', output: 'all done' });
@@ -274,11 +276,17 @@ describe('runs: the loop', () => {
   });
 
   it('ends failed with a readable error when the provider keeps answering 500', async () => {
-    model.enqueue({ status: 500, body: '{"error":{"message":"upstream exploded"}}' }, { status: 500 }, { status: 502, body: 'bad gateway' });
+    // The last body quotes a connection error of the provider's own: that is the provider's
+    // failure to report, not Runbox's database or NATS being away, so the run is not retried.
+    model.enqueue(
+      { status: 500, body: '{"error":{"message":"upstream exploded"}}' },
+      { status: 500 },
+      { status: 502, body: 'bad gateway: connect ECONNREFUSED 10.0.0.1:443' },
+    );
     const { id } = await runs.start({ input: 'x' });
     const run = await runs.wait(id);
     expect(run.status).toBe('failed');
-    expect(run.error).toMatch(/HTTP 502/);
+    expect(run.error).toMatch(/HTTP 502.*ECONNREFUSED/);
     expect(model.requests).toHaveLength(3);
     const events = await readRunEvents(stack.url, runs.key, id);
     expect(events[events.length - 1]).toMatchObject({ event: 'run.failed', data: { error: run.error } });

@@ -98,8 +98,10 @@ export class RunLoop {
       return await this.drive(ctx);
     } catch (err) {
       if (signal.aborted) return 'aborted';
-      if (isTransientInfrastructureError(err)) throw err; // the queue retries the run later
+      // A readable failure ends the run even when it quotes a connection error: that text
+      // comes from the provider or the sandbox, not from Runbox's own database or NATS.
       const readable = err instanceof RunFailure || err instanceof ModelError;
+      if (!readable && isTransientInfrastructureError(err)) throw err; // the queue retries the run later
       const message = readable ? err.message : 'internal error while running';
       if (!readable) log.error({ err }, 'run crashed');
       else log.warn({ error: message }, 'run failed');

@@ -6,6 +6,7 @@ import { pathId } from '../common/ids';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { RunControlService } from './run-control.service';
+import { isTerminal } from './run-tx';
 import { RunEventsService } from './run-events.service';
 import { approvalSchema, createRunSchema } from './run-options';
 import { RunView } from './runs.repository';
@@ -25,6 +26,7 @@ const listQuerySchema = z
   .strict();
 const idempotencyKeySchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional();
 const lastEventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional();
+const lastEventIdQuerySchema = z.object({ last_event_id: lastEventIdSchema });
 
 @Controller('v1/runs')
 @UseGuards(ApiKeyGuard)
@@ -44,7 +46,7 @@ export class RunsController {
     @Headers('idempotency-key') idempotencyKey?: string,
   ) {
     const input = validate(createRunSchema, body, 'body');
-    const key = validate(idempotencyKeySchema, idempotencyKey, 'header');
+    const key = validate(idempotencyKeySchema, idempotencyKey, 'header.idempotency-key');
     const { run, created } = await this.runs.create(tenantId, input, key);
     if (!created) res.setHeader('idempotent-replayed', 'true');
     return runJson(run);
@@ -95,7 +97,9 @@ export class RunsController {
     @Res() res: Response,
   ): Promise<void> {
     const runId = pathId('run', id);
-    let after = validate(lastEventIdSchema, lastEventId ?? lastEventIdQuery, 'header') ?? 0;
+    const fromHeader = validate(lastEventIdSchema, lastEventId, 'header.last-event-id');
+    const fromQuery = validate(lastEventIdQuerySchema, { last_event_id: lastEventIdQuery }, 'query').last_event_id;
+    let after = fromHeader ?? fromQuery ?? 0;
     await this.runs.get(tenantId, runId);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.flushHeaders();
@@ -118,6 +122,8 @@ export class RunsController {
         }
         if (finished) break;
         if (batch.length > 0) continue;
+        // Resumed at or past the terminal event: nothing more will come.
+        if (isTerminal((await this.runs.get(tenantId, runId)).status)) break;
         const notified = await new Promise<boolean>((resolve) => {
           const timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
           wake = () => {
