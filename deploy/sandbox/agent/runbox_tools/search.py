@@ -25,6 +25,7 @@ import subprocess
 import threading
 import time
 
+from . import confine
 from .registry import OPS, ToolError
 from .files import (
     arg_bool, arg_int, arg_str, bad_arg, check_path_text, display_path, join_display, open_regular,
@@ -504,9 +505,11 @@ class RgRun:
     def _spawn_and_collect(self, dir_fd, target, keep=None):
         pass_fds = (dir_fd,) + ((keep,) if keep is not None else ())
         try:
-            proc = subprocess.Popen(self.command(target), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+            # rg opens files by name, so it may read only below the workspace: a link swapped
+            # in during its walk cannot take it outside (see confine.py).
+            proc = confine.popen_reading_only(
+                [workspace_root()], self.command(target), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         except FileNotFoundError:
             raise ToolError("ripgrep (rg) is not installed in this sandbox", code="search_unavailable")
         readers = [threading.Thread(target=self._read_stdout, args=(proc,), daemon=True),

@@ -7,15 +7,19 @@ rg that prints a result and then hangs, so they are deterministic and take well 
 second; glob's deadline is driven by a fake clock for the same reason. Containment of the
 `path` argument is covered, with the other ops, in test_files.ContainmentTest.
 """
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from unittest import mock
 
 from runbox_tools import OPS, ToolError
+from runbox_tools import confine
 from runbox_tools import search as search_module
 
 
@@ -322,8 +326,16 @@ class GrepTest(SearchTest):
                     "for m in %r:\n"
                     "    print(json.dumps(m), flush=True)\n"
                     "time.sleep(30)\n" % (pidfile, messages))
-        patch = mock.patch.object(search_module, "RG_COMMAND", [sys.executable, script])
-        return patch, pidfile
+
+        @contextlib.contextmanager
+        def patch():
+            # The fake is a Python script: its interpreter and the script must be readable
+            # to the confined child, as rg's binary is.
+            readable = confine.SYSTEM_READ_ROOTS + (sys.prefix, sys.base_prefix, self.tmp)
+            with mock.patch.object(search_module, "RG_COMMAND", [sys.executable, script]), \
+                    mock.patch.object(confine, "SYSTEM_READ_ROOTS", readable):
+                yield
+        return patch(), pidfile
 
     def test_deadline_returns_partial_results_and_kills_rg(self):
         found = [{"type": "begin", "data": {"path": {"text": "./found.txt"}}},
@@ -350,6 +362,63 @@ class GrepTest(SearchTest):
         with patch, mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "0.5"}):
             err = self.fail_with("search_timeout", "grep", pattern="alpha")
         self.assertIn("narrow", str(err))
+
+
+class ConfinementTest(SearchTest):
+    """rg opens files by name: it runs where it can read nothing outside the workspace."""
+
+    def setUp(self):
+        super().setUp()
+        self.secret_file = os.path.join(self.tmp, "outside.txt")
+        with open(self.secret_file, "w") as f:
+            f.write("TOPSECRET line\n")
+
+    def test_a_confined_child_reads_the_workspace_but_nothing_outside(self):
+        inside = self.put("inside.txt", "hello\n")
+        ok = confine.popen_reading_only([self.ws], ["cat", inside], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(ok.communicate()[0], b"hello\n")
+        denied = confine.popen_reading_only([self.ws], ["cat", self.secret_file], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = denied.communicate()
+        self.assertEqual((out, denied.returncode), (b"", 1))
+        self.assertIn(b"Permission denied", err)
+        # Only the child is confined: the agent itself still reads where it likes.
+        with open(self.secret_file) as f:
+            self.assertIn("TOPSECRET", f.read())
+
+    def test_grep_never_reads_through_links_swapped_in_during_its_walk(self):
+        names = ["race/f%04d.txt" % i for i in range(2000)]
+        for name in names:
+            self.put(name, "SAFE line\n")
+        stop = threading.Event()
+
+        def flipper():
+            rounds = 0
+            while not stop.is_set() and rounds < 50:  # bounded even if stop is never set
+                rounds += 1
+                for name in names:
+                    path = os.path.join(self.ws, name)
+                    tmp = path + ".tmp"
+                    if rounds % 2:
+                        os.symlink(self.secret_file, tmp)
+                    else:
+                        with open(tmp, "w") as f:
+                            f.write("SAFE line\n")
+                    os.replace(tmp, path)
+
+        thread = threading.Thread(target=flipper)
+        thread.start()
+        denied = 0
+        try:
+            for _ in range(15):
+                # The pattern is echoed when nothing matches, so it must not spell the secret.
+                res = self.call("grep", pattern="TOP[S]ECRET|SAFE", path="race", output_mode="content", head_limit=0)
+                self.assertFalse("TOPSECRET" in res["output"], "grep read a file outside the workspace")
+                denied += res["output"].count("Permission denied")
+        finally:
+            stop.set()
+            thread.join()
+        # The race was really run: rg met swapped-in links and was refused them.
+        self.assertGreater(denied, 0)
 
 
 if __name__ == "__main__":
