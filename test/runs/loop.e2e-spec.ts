@@ -207,6 +207,9 @@ describe('runs: the loop', () => {
     const cancelled = await runs.cancel(id);
     expect(cancelled.status).toBe(200);
     expect(cancelled.body).toMatchObject({ id, status: 'cancelled' });
+    // Its usage is final too: the model call it made, and the wall time until the cancel.
+    expect(cancelled.body.usage).toMatchObject({ model_calls: 1, wall_ms: expect.any(Number) });
+    expect(cancelled.body.usage.wall_ms).toBeGreaterThan(0);
     const events = await readRunEvents(stack.url, runs.key, id);
     expect(events[events.length - 1].event).toBe('run.cancelled');
 

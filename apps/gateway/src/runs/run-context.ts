@@ -32,6 +32,11 @@ export function usageFrom(stored: Record<string, unknown> | null): RunUsage {
   return { input_tokens: n('input_tokens'), output_tokens: n('output_tokens'), model_calls: n('model_calls'), tool_calls: n('tool_calls') };
 }
 
+/** The run's wall time so far: from its start (null while queued) to `now`. */
+export function wallMs(startedAt: Date | null, now: Date): number {
+  return startedAt ? Math.max(0, now.getTime() - startedAt.getTime()) : 0;
+}
+
 const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection terminated|connection is closed|Can't reach database|too many clients|the database system is (starting up|shutting down)|CONNECTION_CLOSED/i;
 
 /**

@@ -4,6 +4,7 @@ import { RUN_CANCEL_SUBJECT, runCancelSchema } from '@app/contracts';
 import { AppError, ErrorCode } from '@app/errors';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { ExecutorClient } from '../tools/executor.client';
+import { usageFrom, wallMs } from './run-context';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { ApprovalInput } from './run-options';
@@ -40,7 +41,7 @@ export class RunControlService {
       run,
       ['queued', 'running', 'requires_approval'],
       'cancelled',
-      {},
+      { usage: (startedAt, now) => ({ ...usageFrom(run.usage), wall_ms: wallMs(startedAt, now) }) },
       { type: 'run.cancelled', data: why.reason ? { reason: why.reason } : {} },
       { status: 'cancelled', output: CANCELLED_RESULT, isError: true },
     );

@@ -7,7 +7,7 @@ import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
-import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom } from './run-context';
+import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom, wallMs } from './run-context';
 import { RunControlService } from './run-control.service';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
@@ -276,8 +276,4 @@ function parseArguments(text: string): unknown {
   } catch {
     return { _raw: text };
   }
-}
-
-function wallMs(startedAt: Date | null, now: Date): number {
-  return startedAt ? Math.max(0, now.getTime() - startedAt.getTime()) : 0;
 }
