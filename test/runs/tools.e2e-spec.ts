@@ -161,6 +161,17 @@ describe('runs: tool selection and guardrails', () => {
     expect(run.usage.tool_calls).toBe(7);
   });
 
+  it('warns at warn_after even when that call is refused', async () => {
+    const echo = (n: number) => ({ id: `call_${n}`, name: 'terminal', arguments: { command: `echo ${n}` } });
+    model.enqueue({ toolCalls: [echo(1), echo(2), { id: 'call_3', name: 'launch_rockets', arguments: {} }] }, { content: 'done' });
+    const { id, session_id } = await runs.start({ input: 'refused at the warning', limits: { warn_after: 3, hard_stop_after: 5 } });
+    const events = await readRunEvents(stack.url, runs.key, id);
+    expect(events.filter((e) => e.event === 'guardrail.warning').map((w) => [w.data.kind, w.data.tool_calls])).toEqual([['warning', 3]]);
+    const refused = await runs.toolResult(session_id, 'call_3');
+    expect(refused).toMatch(/^refused: tool launch_rockets is not available in this run/);
+    expect(refused).toContain('[runbox] You have made 3 tool calls in this run; at 5 no more tools will run');
+  });
+
   it('uses warn_after 24 and hard_stop_after 32 by default', async () => {
     const calls = Array.from({ length: 34 }, (_, i) => ({ id: `call_${i + 1}`, name: 'terminal', arguments: { command: `echo n-${i + 1}` } }));
     model.enqueue({ toolCalls: calls }, { content: 'done' });

@@ -9,6 +9,7 @@ import { truncateOutput } from '../tools/truncate-output';
 import { abortKind, raceAbort } from './run-abort';
 import { RunContext, RunFailure } from './run-context';
 import { RunEventsService } from './run-events.service';
+import { NewEvent } from './run-tx';
 import { CallFacts, callMutates, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
 import { CallResult, ToolCallsRepository, ToolCallView } from './tool-calls.repository';
 
@@ -143,28 +144,12 @@ export class ToolCallRunner {
       this.events.announce(run.id, seqs);
     }
     const result = await this.execute(ctx, call);
-    let output = truncateOutput(result.output, ctx.limits.maxOutputChars);
-    const note = guardrailNote(call.seq, ctx.limits.warnAfter, ctx.limits.hardStopAfter);
-    if (note) output = `${output}\n\n${note.text}`;
-    const events = [];
-    events.push({
-      type: 'tool_call.completed',
-      data: { tool_call_id: call.callId, name: call.name, status: result.is_error ? 'failed' : 'completed', output, is_error: result.is_error, metadata: result.metadata },
+    await this.finish(ctx, call, {
+      status: result.is_error ? 'failed' : 'completed',
+      output: truncateOutput(result.output, ctx.limits.maxOutputChars),
+      isError: result.is_error,
+      metadata: result.metadata,
     });
-    if (note) {
-      events.push({
-        type: 'guardrail.warning',
-        data: { kind: note.kind, tool_calls: call.seq, warn_after: ctx.limits.warnAfter, hard_stop_after: ctx.limits.hardStopAfter, message: note.text },
-      });
-    }
-    const finished = await this.toolCalls.finish(
-      run.tenantId,
-      run,
-      call.callId,
-      { status: result.is_error ? 'failed' : 'completed', output, isError: result.is_error, metadata: result.metadata },
-      events,
-    );
-    this.events.announce(run.id, finished);
   }
 
   /** The tool's result; infrastructure trouble that the model can reason about becomes an error result. */
@@ -229,13 +214,27 @@ export class ToolCallRunner {
     return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
   }
 
+  /**
+   * Stores a call's result, however it ended (ran, refused, denied, interrupted). The call
+   * that reaches warn_after or hard_stop_after carries the guardrail note whatever its
+   * outcome, so the model is warned even when that call was refused.
+   */
   private async finish(ctx: RunContext, call: ToolCallView, result: CallResult): Promise<void> {
-    const seqs = await this.toolCalls.finish(ctx.run.tenantId, ctx.run, call.callId, result, [
+    const note = guardrailNote(call.seq, ctx.limits.warnAfter, ctx.limits.hardStopAfter);
+    const output = note ? `${result.output}\n\n${note.text}` : result.output;
+    const events: NewEvent[] = [
       {
         type: 'tool_call.completed',
-        data: { tool_call_id: call.callId, name: call.name, status: result.status, output: result.output, is_error: result.isError, metadata: result.metadata ?? {} },
+        data: { tool_call_id: call.callId, name: call.name, status: result.status, output, is_error: result.isError, metadata: result.metadata ?? {} },
       },
-    ]);
+    ];
+    if (note) {
+      events.push({
+        type: 'guardrail.warning',
+        data: { kind: note.kind, tool_calls: call.seq, warn_after: ctx.limits.warnAfter, hard_stop_after: ctx.limits.hardStopAfter, message: note.text },
+      });
+    }
+    const seqs = await this.toolCalls.finish(ctx.run.tenantId, ctx.run, call.callId, { ...result, output }, events);
     this.events.announce(ctx.run.id, seqs);
   }
 
