@@ -1,20 +1,7 @@
-import { ScriptedModelServer } from '@app/testing';
+import { expectedToolset, ScriptedModelServer } from '@app/testing';
 import { RunsClient } from '../support/runs';
 import { readRunEvents } from '../support/sse';
 import { TestStack } from '../support/test-stack';
-
-/** The file tools and terminal: the tools every build of Runbox registers. */
-const CORE = ['edit_file', 'glob', 'grep', 'list_files', 'read_file', 'terminal', 'write_file'];
-
-/** TOOLS.md's toolset table, restricted to the core tools. */
-const CORE_OFFER: Record<string, string[]> = {
-  minimal: ['grep', 'list_files', 'read_file'],
-  coding: ['edit_file', 'glob', 'grep', 'list_files', 'read_file', 'terminal', 'write_file'],
-  research: ['grep', 'read_file'],
-  browser: ['read_file', 'write_file'],
-  default: CORE,
-  all: CORE,
-};
 
 /**
  * What the model is offered (toolsets, enabled/disabled, the pattern allowlist), what
@@ -48,19 +35,20 @@ describe('runs: tool selection and guardrails', () => {
     return ScriptedModelServer.offeredTools(model.requests[model.requests.length - 1]);
   }
 
-  /** The registry's membership rule: default is the union of the four named sets, all is everything. */
+  /** TOOLS.md's table (not the registry's own idea of it), over the tools this gateway has. */
   function expectedOffer(toolset: string): string[] {
-    const named = ['minimal', 'coding', 'research', 'browser'];
-    return catalogue
-      .filter((t) => (toolset === 'all' ? true : toolset === 'default' ? t.toolsets.some((s) => named.includes(s)) : t.toolsets.includes(toolset)))
-      .map((t) => t.name)
-      .sort();
+    return expectedToolset(toolset, catalogue.map((t) => t.name));
   }
 
-  it.each(Object.keys(CORE_OFFER))('offers exactly the %s toolset', async (toolset) => {
+  it('registers every tool Runbox ships, so the toolsets below are checked whole', () => {
+    expect(catalogue.map((t) => t.name).sort()).toEqual(
+      ['delegate_task', 'edit_file', 'glob', 'grep', 'list_files', 'memory', 'rag_index', 'rag_search', 'read_file', 'session_search', 'skill', 'terminal', 'todo', 'write_file'],
+    );
+  });
+
+  it.each(['minimal', 'coding', 'research', 'browser', 'default', 'all'])('offers exactly the %s toolset', async (toolset) => {
     const offered = await offerFor({ toolset });
     expect(offered).toEqual(expectedOffer(toolset));
-    expect(offered.filter((n) => CORE.includes(n))).toEqual(CORE_OFFER[toolset]);
     const listed = (await stack.request('GET', '/v1/toolsets', { key: runs.key })).body.data.find((s: { name: string }) => s.name === toolset);
     expect(listed.tools).toEqual(offered);
   });

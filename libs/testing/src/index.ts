@@ -3,3 +3,4 @@ export * from './test-nats';
 export * from './scripted-model';
 export * from './test-docker';
 export * from './test-services';
+export * from './toolsets';
