@@ -1,0 +1,50 @@
+import { EXECUTOR_QUEUE_GROUP, TOOL_CALL_SUBJECT } from '@app/contracts';
+import { ScriptedModelServer } from '@app/testing';
+import { connect, NatsConnection } from 'nats';
+import { RunsClient } from '../support/runs';
+import { TestStack } from '../support/test-stack';
+
+/**
+ * An executor that takes a tool call and never answers (stalled, or lost its Docker host
+ * mid-call). The call may have taken effect, so it is never sent again: the model is told
+ * its outcome is unknown and asked to check before repeating it, and the run goes on.
+ */
+describe('runs: an executor that never answers', () => {
+  const model = new ScriptedModelServer();
+  let stack: TestStack;
+  let runs: RunsClient;
+  let silent: NatsConnection;
+  const delivered: string[] = [];
+
+  beforeAll(async () => {
+    const modelUrl = await model.start();
+    stack = await new TestStack({
+      executor: false,
+      env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_EXECUTOR_GRACE_MS: '1000' },
+    }).start();
+    runs = new RunsClient(stack, (await stack.createTenant()).apiKey);
+    // Stands where an executor would, in its queue group, and answers nothing.
+    silent = await connect({ servers: stack.nats.url });
+    silent.subscribe(TOOL_CALL_SUBJECT, { queue: EXECUTOR_QUEUE_GROUP, callback: (_err, msg) => delivered.push(msg.string()) });
+  });
+
+  afterAll(async () => {
+    await silent?.close();
+    await stack?.stop();
+    await model.stop();
+  });
+
+  it('reports the call’s outcome as unknown to the model, once, and the run goes on', async () => {
+    model.enqueue({ toolCalls: [{ id: 'call_lost', name: 'terminal', arguments: { command: 'touch once.txt', timeout_seconds: 1 } }] }, (req) => ({
+      content: `model saw: ${req.body.messages.find((m) => m.tool_call_id === 'call_lost')?.content}`,
+    }));
+    const { id } = await runs.start({ input: 'do it once' });
+    const run = await runs.wait(id);
+    expect(run.status).toBe('completed');
+    expect(run.output).toMatch(/^model saw: error: the executor did not answer in time; the tool call may or may not have run\. Check its effects before repeating it\./);
+    expect(await runs.toolCallRows(id)).toEqual([expect.objectContaining({ call_id: 'call_lost', status: 'failed' })]);
+    // Delivered to the executor exactly once: a call whose outcome is unknown is never re-sent.
+    expect(delivered).toHaveLength(1);
+    expect(JSON.parse(delivered[0])).toMatchObject({ tool: 'terminal', arguments: { command: 'touch once.txt' } });
+  });
+});
