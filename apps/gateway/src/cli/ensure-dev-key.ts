@@ -6,28 +6,13 @@
 import 'reflect-metadata';
 import { loadConfig } from '@app/config';
 import { PrismaService } from '@app/persistence';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { AuthService } from '../auth/auth.service';
-import { TenantsRepository } from '../tenants/tenants.repository';
-import { TenantsService } from '../tenants/tenants.service';
-
-const DEFAULT_TENANT = 'default';
+import { ensureDevKey } from './dev-key';
 
 async function main(file: string): Promise<void> {
   const config = loadConfig();
   const db = new PrismaService({ url: config.DATABASE_URL, systemUrl: config.SYSTEM_DATABASE_URL });
   try {
-    const repo = new TenantsRepository(db);
-    const auth = new AuthService(repo);
-    const tenants = new TenantsService(repo, auth);
-    if (existsSync(file)) {
-      const key = readFileSync(file, 'utf8').trim();
-      const works = await auth.authenticate(`Bearer ${key}`).then(() => true, () => false);
-      if (works) return;
-    }
-    const tenant = (await repo.findByName(DEFAULT_TENANT)) ?? (await tenants.create(DEFAULT_TENANT));
-    const { key } = await tenants.issueKey(tenant.id, 'development key (runbox up)');
-    writeFileSync(file, `${key}\n`, { mode: 0o600 });
+    await ensureDevKey(db, file);
   } finally {
     await db.close();
   }
