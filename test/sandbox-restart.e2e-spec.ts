@@ -26,8 +26,13 @@ describe('executor restart', () => {
   it('keeps the shell state and a background job of a session across a restart of the executor', async () => {
     const id = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
     expect((await terminal(id, { command: 'mkdir -p /tmp/here && cd /tmp/here && export SURVIVES=restart' })).status).toBe(200);
-    const job = await terminal(id, { command: 'sleep 2; echo job-finished', max_wait_ms: 250 });
+    // The job waits for a file the test creates only after the restart: it must outlive it.
+    const job = await terminal(id, { command: 'while [ ! -e /workspace/go ]; do sleep 0.2; done; echo job-finished', max_wait_ms: 250 });
     expect(job.body.metadata.background).toBe(true);
+    const jobStatus = async () => {
+      const res = await terminal(id, { command: `cat ${job.body.metadata.status_file}` });
+      return JSON.parse(res.body.output.split('stdout:\n')[1]) as { status: string; exit_code?: number };
+    };
     const [before] = await docker.listContainers({ filters: { label: [`runbox.session=${id}`] } });
 
     await stack.stopExecutor();
@@ -42,9 +47,11 @@ describe('executor restart', () => {
     const [same] = await docker.listContainers({ filters: { label: [`runbox.session=${id}`] } });
     expect(same.Id).toBe(before.Id);
 
+    expect((await jobStatus()).status).toBe('running');
+
+    expect((await terminal(id, { command: 'touch /workspace/go' })).status).toBe(200);
     const status = await eventually('the job started before the restart to finish', async () => {
-      const res = await terminal(id, { command: `cat ${job.body.metadata.status_file}` });
-      const json = JSON.parse(res.body.output.split('stdout:\n')[1]);
+      const json = await jobStatus();
       return json.status === 'exited' ? json : undefined;
     });
     expect(status.exit_code).toBe(0);

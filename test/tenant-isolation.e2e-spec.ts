@@ -13,6 +13,7 @@ import { TenantCredentials, TestStack } from './support/test-stack';
 
 const MISSING_SESSION = 'ses_0000000000000000000000';
 const MISSING_RUN = 'run_0000000000000000000000';
+const MISSING_MEMORY = 'mem_0000000000000000000000';
 
 /**
  * One tenant never sees, changes or reaches another's sessions, messages, runs, events,
@@ -26,6 +27,8 @@ describe('tenant isolation', () => {
   let b: TenantCredentials;
   let sessionA: string;
   let runA: string;
+  let memoryA: string;
+  let childOfA: string;
   const docker = new Docker();
 
   beforeAll(async () => {
@@ -36,11 +39,25 @@ describe('tenant isolation', () => {
     expect((await stack.request('POST', `/v1/sessions/${sessionA}/tools/terminal`, { key: a.apiKey, body: { arguments: { command: 'echo a-secret > a.txt' } } })).status).toBe(200);
     runA = (await stack.request('POST', '/v1/runs', { key: a.apiKey, body: { session_id: sessionA, input: 'hello' } })).body.id;
     await stack.waitForRun(a.apiKey, runA);
+    const memory = await stack.request('POST', '/v1/memory', { key: a.apiKey, body: { content: 'a-secret lives in a.txt' } });
+    expect(memory.status).toBe(201);
+    memoryA = memory.body.id;
+    // A sub-run of A's run, so that listing by parent_run_id has something to leak. Written
+    // straight into the table: making one through delegate_task needs a model this stack lacks.
+    childOfA = `run_${'c'.repeat(22)}`;
+    await queryDatabase(
+      stack.db.url,
+      `INSERT INTO runs (id, tenant_id, session_id, parent_run_id, parent_call_id, depth, status, input) VALUES ($1, $2, $3, $4, 'call_sub', 1, 'failed', 'a-secret task')`,
+      [childOfA, a.tenantId, sessionA, runA],
+    );
   });
   afterAll(() => stack?.stop());
 
   /** Every route that takes an id, given that id. */
-  const routes: Array<{ name: string; call: (session: string, run: string) => Promise<Awaited<ReturnType<TestStack['request']>>> }> = [
+  const routes: Array<{
+    name: string;
+    call: (session: string, run: string, memory: string) => Promise<Awaited<ReturnType<TestStack['request']>>>;
+  }> = [
     { name: 'GET session', call: (s) => stack.request('GET', `/v1/sessions/${s}`, { key: b.apiKey }) },
     { name: 'GET messages', call: (s) => stack.request('GET', `/v1/sessions/${s}/messages`, { key: b.apiKey }) },
     { name: 'POST tool', call: (s) => stack.request('POST', `/v1/sessions/${s}/tools/read_file`, { key: b.apiKey, body: { arguments: { path: 'a.txt' } } }) },
@@ -52,14 +69,25 @@ describe('tenant isolation', () => {
       call: (_s, r) => stack.request('POST', `/v1/runs/${r}/approvals`, { key: b.apiKey, body: { tool_call_id: 'call_1', decision: 'approve' } }),
     },
     { name: 'POST cancel', call: (_s, r) => stack.request('POST', `/v1/runs/${r}/cancel`, { key: b.apiKey }) },
+    { name: 'GET todos', call: (s) => stack.request('GET', `/v1/sessions/${s}/todos`, { key: b.apiKey }) },
+    { name: 'GET memory', call: (_s, _r, m) => stack.request('GET', `/v1/memory/${m}`, { key: b.apiKey }) },
+    { name: 'DELETE memory', call: (_s, _r, m) => stack.request('DELETE', `/v1/memory/${m}`, { key: b.apiKey }) },
     { name: 'DELETE session', call: (s) => stack.request('DELETE', `/v1/sessions/${s}`, { key: b.apiKey }) },
   ];
 
   it.each(routes.map((r) => [r.name, r] as const))('%s: another tenant’s id is answered exactly like a missing one', async (_name, route) => {
-    const foreign = await route.call(sessionA, runA);
-    const missing = await route.call(MISSING_SESSION, MISSING_RUN);
+    const foreign = await route.call(sessionA, runA, memoryA);
+    const missing = await route.call(MISSING_SESSION, MISSING_RUN, MISSING_MEMORY);
     expect(foreign.status).toBe(404);
-    const normalise = (text: string) => text.split(sessionA).join('<session>').split(runA).join('<run>').split(MISSING_SESSION).join('<session>').split(MISSING_RUN).join('<run>');
+    const placeholders: Array<[string, string]> = [
+      [sessionA, '<session>'],
+      [MISSING_SESSION, '<session>'],
+      [runA, '<run>'],
+      [MISSING_RUN, '<run>'],
+      [memoryA, '<memory>'],
+      [MISSING_MEMORY, '<memory>'],
+    ];
+    const normalise = (text: string) => placeholders.reduce((out, [id, name]) => out.split(id).join(name), text);
     expect(normalise(foreign.text)).toBe(normalise(missing.text));
     expect(foreign.text).not.toContain('a-secret');
   });
@@ -73,14 +101,28 @@ describe('tenant isolation', () => {
     expect((await stack.request('GET', '/v1/runs', { key: b.apiKey })).body).toEqual({ data: [] });
   });
 
+  it('lists no sub-run of another tenant’s run', async () => {
+    const own = await stack.request('GET', `/v1/runs?parent_run_id=${runA}`, { key: a.apiKey });
+    expect(own.body.data.map((r: { id: string }) => r.id)).toEqual([childOfA]);
+    const foreign = await stack.request('GET', `/v1/runs?parent_run_id=${runA}`, { key: b.apiKey });
+    const missing = await stack.request('GET', `/v1/runs?parent_run_id=${MISSING_RUN}`, { key: b.apiKey });
+    expect(foreign.status).toBe(200);
+    expect(foreign.body).toEqual({ data: [] });
+    expect(missing.body).toEqual({ data: [] });
+  });
+
   it('leaves the owner’s session, sandbox and run untouched by the other tenant', async () => {
     const session = await stack.request('GET', `/v1/sessions/${sessionA}`, { key: a.apiKey });
     expect(session.body).toMatchObject({ id: sessionA, status: 'active', metadata: { owner: 'a' }, sandbox: { state: 'ready' } });
     const file = await stack.request('POST', `/v1/sessions/${sessionA}/tools/read_file`, { key: a.apiKey, body: { arguments: { path: 'a.txt' } } });
     expect(file.body.output).toContain('a-secret');
     expect((await stack.request('GET', `/v1/runs/${runA}`, { key: a.apiKey })).body.status).toBe('failed');
-    const [runsInA] = await queryDatabase<{ n: number }>(stack.db.url, 'SELECT count(*)::int AS n FROM runs WHERE session_id = $1', [sessionA]);
+    const [runsInA] = await queryDatabase<{ n: number }>(stack.db.url, 'SELECT count(*)::int AS n FROM runs WHERE session_id = $1 AND parent_run_id IS NULL', [
+      sessionA,
+    ]);
     expect(runsInA.n).toBe(1);
+    const memory = await stack.request('GET', `/v1/memory/${memoryA}`, { key: a.apiKey });
+    expect(memory.body).toMatchObject({ id: memoryA, content: 'a-secret lives in a.txt' });
   });
 
   it('labels every sandbox container and volume with its tenant', async () => {

@@ -30,9 +30,7 @@ describe('idle reaping (workspace kept)', () => {
   });
 
   afterAll(async () => {
-    const executorId = harness.executorId;
     await harness?.stop();
-    expect(await countExecutorResources(executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 
   it('stops and removes an idle container, keeps its volume, and recreates on it at the next call', async () => {
@@ -65,6 +63,11 @@ describe('idle reaping (workspace kept)', () => {
     expect(result.output).toContain('survived');
     expect(result.metadata.exit_code).toBe(0);
   });
+
+  it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {
+    await harness.deleteSessionsAndStopExecutor();
+    expect(await countExecutorResources(harness.executorId)).toEqual({ containers: 0, volumes: 0 });
+  });
 });
 
 describe('idle reaping (workspace dropped by policy)', () => {
@@ -79,9 +82,7 @@ describe('idle reaping (workspace dropped by policy)', () => {
   });
 
   afterAll(async () => {
-    const executorId = harness.executorId;
     await harness?.stop();
-    expect(await countExecutorResources(executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 
   it('removes the volume with the container, and the next call starts on an empty workspace', async () => {
@@ -94,6 +95,11 @@ describe('idle reaping (workspace dropped by policy)', () => {
     const again = await harness.terminal(session, 'ls -A /workspace | grep -c note.txt || true');
     expect(again.output).toMatch(/stdout:\n0/);
   });
+
+  it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {
+    await harness.deleteSessionsAndStopExecutor();
+    expect(await countExecutorResources(harness.executorId)).toEqual({ containers: 0, volumes: 0 });
+  });
 });
 
 describe('orphan sweep and dead containers', () => {
@@ -104,9 +110,7 @@ describe('orphan sweep and dead containers', () => {
   });
 
   afterAll(async () => {
-    const executorId = harness.executorId;
     await harness?.stop();
-    expect(await countExecutorResources(executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 
   it('at start-up removes what a crashed executor left behind and keeps what live sessions own', async () => {
@@ -169,6 +173,11 @@ describe('orphan sweep and dead containers', () => {
     await harness.markSessionDeleted(live.sessionId);
     await eventually('the sweep of a deleted session', async () => !(await exists('container', containerId!)));
     expect(harness.get(SandboxService).existingChannel(live.tenantId, live.sessionId)).toBeUndefined();
+  });
+
+  it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {
+    await harness.deleteSessionsAndStopExecutor();
+    expect(await countExecutorResources(harness.executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 });
 

@@ -17,9 +17,7 @@ describe('warm pool', () => {
   });
 
   afterAll(async () => {
-    const executorId = harness.executorId;
     await harness?.stop();
-    expect(await countExecutorResources(executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 
   it('fills up to its size with hardened containers labelled runbox.pool=true', async () => {
@@ -80,5 +78,10 @@ describe('warm pool', () => {
     const seen = await harness.terminal(second, 'echo "[$SECRET]"; ls /workspace');
     expect(seen.output).toContain('[]');
     expect(seen.output).not.toContain('first.txt');
+  });
+
+  it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {
+    await harness.deleteSessionsAndStopExecutor();
+    expect(await countExecutorResources(harness.executorId)).toEqual({ containers: 0, volumes: 0 });
   });
 });

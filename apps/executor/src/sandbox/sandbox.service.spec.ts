@@ -26,6 +26,10 @@ class FakeRuntime implements SandboxRuntime {
   alive = new Set<string>();
   warm: ProvisionedSandbox[] = [];
   callDelayMs = 0;
+  /** Every channel connect() opened, in order. */
+  connected: AgentChannel[] = [];
+  /** While set, provision() waits for it: the container is still starting. */
+  provisionGate?: Promise<void>;
   start(): void {}
   takeWarm(): ProvisionedSandbox | undefined {
     return this.warm.shift();
@@ -34,6 +38,7 @@ class FakeRuntime implements SandboxRuntime {
   async provision(_t: string, sessionId: string, workspace: string | null): Promise<ProvisionedSandbox> {
     this.provisioned++;
     await new Promise((r) => setTimeout(r, 5));
+    await this.provisionGate;
     const containerId = `c-${sessionId}-${this.provisioned}`;
     this.alive.add(containerId);
     return { containerId, volume: workspace ?? `v-${sessionId}` };
@@ -42,7 +47,9 @@ class FakeRuntime implements SandboxRuntime {
     return ref.containerId !== null && this.alive.has(ref.containerId);
   }
   async connect(): Promise<AgentChannel> {
-    return echoChannel(this.callDelayMs);
+    const channel = echoChannel(this.callDelayMs);
+    this.connected.push(channel);
+    return channel;
   }
   async destroy(ref: SandboxRef, keep: boolean): Promise<void> {
     if (ref.containerId) this.alive.delete(ref.containerId);
@@ -109,6 +116,15 @@ function setup(idleTtlMs = 60_000) {
 
 const target = { tenantId: 'ten_a', sessionId: 'ses_1', backend: 'docker' as const };
 
+/** Polls a condition that an async step makes true; bounded, no fixed sleep. */
+async function until(what: string, condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
 describe('SandboxService', () => {
   it('makes one sandbox for concurrent first calls of a session', async () => {
     const { runtime, repo, service } = setup();
@@ -117,6 +133,41 @@ describe('SandboxService', () => {
     expect(results.map((r) => r.output)).toEqual(['ping', 'ping', 'ping']);
     expect(runtime.provisioned).toBe(1);
     expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1', executorId: 'exec-1' });
+  });
+
+  it('records the sandbox as creating while its container starts, and ready once it is up', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    let started!: () => void;
+    runtime.provisionGate = new Promise<void>((resolve) => (started = resolve));
+    const call = service.call(target, 'ping', {}, 1000);
+    await until('the creating row', () => repo.rows.get('ses_1')?.state === 'creating');
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'creating', containerId: null, executorId: 'exec-1' });
+    started();
+    await expect(call).resolves.toMatchObject({ output: 'ping' });
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1' });
+  });
+
+  it('keeps one channel into a sandbox across calls, sequential and concurrent', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    for (let i = 0; i < 3; i++) await service.call(target, 'ping', {}, 1000);
+    await Promise.all([1, 2, 3].map(() => service.call(target, 'ping', {}, 1000)));
+    expect(runtime.connected).toHaveLength(1);
+    expect(runtime.connected[0].isOpen).toBe(true);
+  });
+
+  it('attaches again when the channel broke while the container lives on', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    runtime.connected[0].close('the exec of the attach relay ended');
+    await expect(service.call(target, 'terminal', {}, 1000)).resolves.toMatchObject({ output: 'terminal' });
+    expect(runtime.connected).toHaveLength(2);
+    // The same container, re-attached: nothing was made or removed.
+    expect(runtime.provisioned).toBe(1);
+    expect(runtime.destroyed).toEqual([]);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1' });
   });
 
   it('refuses a call whose cancel came while its sandbox was being made, and only that call', async () => {

@@ -78,6 +78,21 @@ export class ExecutorHarness {
     await this.sql(`UPDATE sessions SET status = 'deleted', deleted_at = now() WHERE id = $1`, [sessionId]);
   }
 
+  /**
+   * The product's own cleanup, and nothing else: every session still open is deleted as the
+   * gateway's DELETE does it (marked deleted, then released), and the executor stops (which
+   * empties its warm pool). Whatever still carries the executor's label afterwards leaked;
+   * `stop()` force-removes it later regardless, so count before calling that.
+   */
+  async deleteSessionsAndStopExecutor(): Promise<void> {
+    const open = await this.sql<{ id: string }>(`SELECT id FROM sessions WHERE tenant_id = $1 AND status <> 'deleted'`, [this.tenantId]);
+    for (const { id } of open) {
+      await this.markSessionDeleted(id);
+      await this.get(SandboxService).release(this.tenantId, id);
+    }
+    await this.stopExecutor();
+  }
+
   async sandboxRow(sessionId: string): Promise<SandboxRow | undefined> {
     const rows = await this.sql<SandboxRow>(
       'SELECT state, container_id, volume, executor_id, tenant_id, backend FROM sandboxes WHERE session_id = $1',

@@ -263,13 +263,16 @@ export class ToolCallRunner {
     };
   }
 
-  /** Calls on one file share a key and run in order; every other call has its own. */
   private orderingKey(call: ToolCallView): string {
-    const pathArg = this.registry.get(call.name)?.pathArgument;
-    const args = call.arguments as Record<string, unknown> | null;
-    const path = pathArg && args && typeof args[pathArg] === 'string' ? normalizePath(args[pathArg] as string) : undefined;
-    return path !== undefined ? `file:${path}` : `call:${call.callId}`;
+    return callOrderingKey(call, this.registry.get(call.name)?.pathArgument);
   }
+}
+
+/** Calls on one file share a key and run in order; every other call (a terminal command, say) has its own. */
+export function callOrderingKey(call: Pick<ToolCallView, 'callId' | 'arguments'>, pathArgument: string | undefined): string {
+  const args = call.arguments as Record<string, unknown> | null;
+  const path = pathArgument && args && typeof args[pathArgument] === 'string' ? normalizePath(args[pathArgument] as string) : undefined;
+  return path !== undefined ? `file:${path}` : `call:${call.callId}`;
 }
 
 export function callKey(call: Pick<ToolCallView, 'name' | 'arguments'>): string {
@@ -289,7 +292,6 @@ function ruleSubject(pathArgument: string | undefined, args: unknown): string | 
   return undefined;
 }
 
-/** `/workspace/a//b`, `./a/b` and `a/b` name one file. */
 /** Lexically normalised, so `./a`, `a//b`, `a/./b`, `x/../a` and `/workspace/a` are one file. */
 export function normalizePath(path: string): string {
   return posix.normalize(path).replace(/^\/workspace(\/|$)/, '').replace(/^\.\//, '');

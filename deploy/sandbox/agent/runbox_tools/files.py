@@ -126,7 +126,8 @@ def search_timeout():
         value = float(raw)
     except ValueError:
         return DEFAULT_SEARCH_TIMEOUT
-    return value if value > 0 else DEFAULT_SEARCH_TIMEOUT
+    # "nan" and "inf" parse too; neither is a deadline.
+    return value if 0 < value < float("inf") else DEFAULT_SEARCH_TIMEOUT
 
 
 def result(output, **metadata):

@@ -423,6 +423,17 @@ class EditFileTest(WorkspaceTest):
         self.assertTrue(res["metadata"]["lf_into_crlf_file"])
         self.assertIn("LF", res["output"])
 
+    def test_exact_lf_anchor_in_crlf_file_is_used_as_given_without_recovery(self):
+        # The anchor spans the file's one LF break, so it matches byte for byte: no CRLF
+        # recovery, and the LF in new_string is written verbatim and reported.
+        self.put("w.txt", b"a\nb\r\nc\r\nd\r\n")
+        res = self.call("edit_file", path="w.txt", old_string="a\nb", new_string="x\ny")
+        self.assertEqual(self.get("w.txt"), b"x\ny\r\nc\r\nd\r\n")
+        self.assertFalse(res["metadata"]["crlf_recovery"])
+        self.assertTrue(res["metadata"]["lf_into_crlf_file"])
+        self.assertIn("written exactly as given (LF)", res["output"])
+        self.assertNotIn("converting its LF breaks to CRLF", res["output"])
+
     def test_no_recovery_for_lf_files_or_crlf_anchors(self):
         self.put("lf.txt", b"one\ntwo\n")
         self.fail_with("anchor_not_found", "edit_file", path="lf.txt", old_string="one\r\ntwo", new_string="x")

@@ -20,6 +20,7 @@ from unittest import mock
 
 from runbox_tools import OPS, ToolError
 from runbox_tools import confine
+from runbox_tools import files as files_module
 from runbox_tools import search as search_module
 
 
@@ -187,6 +188,25 @@ class GlobTest(SearchTest):
         self.fail_with("not_found", "glob", pattern="*", path="nope")
         self.fail_with("not_a_directory", "glob", pattern="*", path="a1.txt")
         self.fail_with("invalid_pattern", "glob", pattern="src/*/../x")
+
+
+class SearchTimeoutTest(unittest.TestCase):
+    """The walk and search deadline comes from RUNBOX_FILE_SEARCH_TIMEOUT, read on every call."""
+
+    def timeout_with(self, raw):
+        env = {} if raw is None else {"RUNBOX_FILE_SEARCH_TIMEOUT": raw}
+        with mock.patch.dict(os.environ, env):
+            if raw is None:
+                os.environ.pop("RUNBOX_FILE_SEARCH_TIMEOUT", None)
+            return files_module.search_timeout()
+
+    def test_unset_or_invalid_means_20_seconds(self):
+        for raw in (None, "", "soon", "0", "-5", "nan", "inf"):
+            self.assertEqual(self.timeout_with(raw), 20.0, raw)
+
+    def test_a_positive_number_is_used(self):
+        self.assertEqual(self.timeout_with("4"), 4.0)
+        self.assertEqual(self.timeout_with("0.5"), 0.5)
 
 
 # --------------------------------------------------------------------------- grep

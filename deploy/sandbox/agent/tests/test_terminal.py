@@ -400,6 +400,16 @@ class ArgumentTests(TerminalTestCase):
         result = self.run_cmd("echo quick", max_wait_ms=1)
         self.assertEqual(self.stdout_of(result), "quick", result["output"])
 
+    def test_max_wait_defaults_to_10_s_and_is_clamped_down_to_600_s(self):
+        wait_s = lambda args: terminal_module._parse_args(dict(args, command="true"))[2]
+        self.assertEqual(wait_s({}), 10.0)
+        self.assertEqual(wait_s({"max_wait_ms": None}), 10.0)
+        self.assertEqual(wait_s({"max_wait_ms": 600000}), 600.0)
+        self.assertEqual(wait_s({"max_wait_ms": 600001}), 600.0)
+        self.assertEqual(wait_s({"max_wait_ms": 10 ** 12}), 600.0)
+        self.assertEqual(wait_s({"max_wait_ms": 1}), 0.25)
+        self.assertEqual(wait_s({"max_wait_ms": 1500}), 1.5)
+
     def test_error_through_the_server(self):
         response = runbox_agent.handle({"id": "a", "op": "terminal", "args": {}})
         self.assertTrue(response["result"]["is_error"])
