@@ -105,6 +105,7 @@ export class RunsController {
     res.flushHeaders();
 
     let closed = false;
+    let ended = false;
     let wake: () => void = () => undefined;
     req.on('close', () => {
       closed = true;
@@ -122,8 +123,13 @@ export class RunsController {
         }
         if (finished) break;
         if (batch.length > 0) continue;
-        // Resumed at or past the terminal event: nothing more will come.
-        if (isTerminal((await this.runs.get(tenantId, runId)).status)) break;
+        // Resumed at or past the terminal event: nothing more will come. The run may have
+        // ended just after the read above, so its events are read once more before closing.
+        if (ended) break;
+        if (isTerminal((await this.runs.get(tenantId, runId)).status)) {
+          ended = true;
+          continue;
+        }
         const notified = await new Promise<boolean>((resolve) => {
           const timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
           wake = () => {
