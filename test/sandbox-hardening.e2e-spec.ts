@@ -68,7 +68,7 @@ describe('sandbox hardening', () => {
   });
 
   it('runs docker-init as PID 1 with the agent as its child, so orphans are reaped', async () => {
-    const result = await terminal("cat /proc/1/comm; ps -eo ppid=,args= | grep '[r]unbox_agent.py serve'");
+    const result = await terminal("cat /proc/1/comm; ps -C python3 -o ppid=,args= | grep '[r]unbox_agent.py serve'");
     expect(result.output).toMatch(/stdout:\ndocker-init\n\s*1 python3 -u \/opt\/runbox\/runbox_agent\.py serve$/m);
   });
 
