@@ -26,9 +26,8 @@ ensure_packages() {
   have pg_ctlcluster || missing+=(postgresql)
   have nats-server || missing+=(nats-server)
   have dockerd || missing+=(docker.io)
-  # The sandbox image is built from Debian packages when no container registry answers.
-  have debootstrap || missing+=(debootstrap)
-  [ -x /bin/busybox ] || missing+=(busybox-static)
+  # debootstrap is not needed up front: deploy/sandbox/build.sh installs it only when no
+  # container registry answers and it has to build the sandbox base itself.
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 }
 
@@ -63,14 +62,22 @@ start_postgres() {
     touch "$PIDS/postgres"
     wait_for "PostgreSQL" 30 pg_up
   fi
-  is_root || return 0
-  # Roles (cluster-wide, so made here; the grants and policies are in the migrations):
-  #   runbox         owns the schema; migrations run as it
-  #   runbox_app     the services' tenant work: owns nothing, cannot bypass row-level security
-  #   runbox_system  deployment-wide work (key lookup, admin, sweeps): sees every tenant's
-  #                  rows only through the explicit system_access policies
-  # The passwords are for a development machine; see docs/tenancy.md for a deployment.
-  su postgres -c "psql -qAt -p $PG_PORT" <<SQL >/dev/null
+  if is_root; then
+    roles_sql | su postgres -c "psql -qAt -p $PG_PORT" >/dev/null
+  else
+    check_roles
+  fi
+}
+
+# Roles (cluster-wide, so made here; the grants and policies are in the migrations):
+#   runbox         owns the schema; migrations run as it
+#   runbox_app     the services' tenant work: owns nothing, cannot bypass row-level security
+#   runbox_system  deployment-wide work (key lookup, admin, sweeps): sees every tenant's
+#                  rows only through the explicit system_access policies
+# The passwords are for a development machine; see docs/tenancy.md for a deployment.
+# Idempotent psql input, run by the PostgreSQL superuser.
+roles_sql() {
+  cat <<SQL
 SELECT 'CREATE ROLE $PG_USER LOGIN CREATEDB PASSWORD ''$PG_PASSWORD'''
   WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$PG_USER')\gexec
 SELECT 'CREATE DATABASE $PG_DB OWNER $PG_USER'
@@ -82,6 +89,27 @@ ALTER ROLE runbox_system NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS NOINHER
 -- The tests drop their databases WITH (FORCE), ending the services' connections to them.
 GRANT pg_signal_backend TO $PG_USER;
 SQL
+}
+
+# Not root, so the roles cannot be made here: when the three connections do not all work,
+# stop now with the SQL that makes them, rather than with a migration error later.
+check_roles() {
+  have psql || return 0
+  local url err failed=""
+  for url in "${MIGRATION_DATABASE_URL:-postgresql://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$PG_DB}" \
+             "${DATABASE_URL:-postgresql://runbox_app:runbox_app@127.0.0.1:$PG_PORT/$PG_DB}" \
+             "${SYSTEM_DATABASE_URL:-postgresql://runbox_system:runbox_system@127.0.0.1:$PG_PORT/$PG_DB}"; do
+    if ! err=$(PGCONNECT_TIMEOUT=10 psql -w "$url" -qAtc 'SELECT 1' 2>&1 >/dev/null); then
+      failed+="  $(echo "$err" | head -1)"$'\n'
+    fi
+  done
+  [ -z "$failed" ] && return 0
+  printf '%s' "$failed" >&2
+  warn "PostgreSQL is running, but not every Runbox role can connect (missing, or another password). As its superuser, run:"
+  echo "sudo -u postgres psql -p $PG_PORT <<'SQL'" >&2
+  roles_sql >&2
+  echo "SQL" >&2
+  die "then run this again, or run ./runbox as root, which does it itself (these are the development roles; a deployment's are in docs/tenancy.md)"
 }
 
 # stop_one NAME: stops one service this script started (nats, dockerd or postgres).

@@ -46,6 +46,9 @@ describe('sandbox hardening', () => {
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(Object.keys(info.HostConfig.Tmpfs ?? {})).toEqual(['/tmp']);
     expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
+    // Memory plus swap equal to memory: no swap at all.
+    expect(info.HostConfig.MemorySwap).toBe(info.HostConfig.Memory);
+    expect(info.HostConfig.Init).toBe(true);
     expect(info.HostConfig.NanoCpus).toBe(500_000_000);
     expect(info.HostConfig.PidsLimit).toBe(128);
     expect(info.HostConfig.NetworkMode).toBe('none');
@@ -62,6 +65,11 @@ describe('sandbox hardening', () => {
   it('runs as uid 1000 with an empty effective capability set', async () => {
     const result = await terminal('id -u; grep CapEff /proc/self/status');
     expect(result.output).toMatch(/stdout:\n1000\nCapEff:\s+0000000000000000/);
+  });
+
+  it('runs docker-init as PID 1 with the agent as its child, so orphans are reaped', async () => {
+    const result = await terminal("cat /proc/1/comm; ps -C python3 -o ppid=,args= | grep '[r]unbox_agent.py serve'");
+    expect(result.output).toMatch(/stdout:\ndocker-init\n\s*1 python3 -u \/opt\/runbox\/runbox_agent\.py serve$/m);
   });
 
   it('sees only the loopback interface', async () => {

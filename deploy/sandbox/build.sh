@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the sandbox image when its definition changed; otherwise returns at once.
 #
-# The image is tagged with a hash of everything in deploy/sandbox, so the tag itself says
-# whether a rebuild is due. With a registry, Debian slim is the base; without one (an
+# The image is tagged with a hash of what goes into it (deploy/sandbox, less what
+# .dockerignore keeps out: the agent's tests, which ./runbox test mounts from the tree), so the
+# tag itself says whether a rebuild is due. With a registry, Debian slim is the base; without one (an
 # air-gapped host), the base is made from Debian packages with debootstrap and imported.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib.sh"
@@ -10,7 +11,7 @@ source "$(dirname "$0")/../../scripts/lib.sh"
 HERE="$RUNBOX_ROOT/deploy/sandbox"
 REPO=runbox-sandbox
 PACKAGES="bash,coreutils,ripgrep,git,python3,procps,ca-certificates,passwd"
-hash=$(cd "$HERE" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
+hash=$(cd "$HERE" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path './agent/tests/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 TAG="$REPO:$hash"
 
 if docker image inspect "$TAG" >/dev/null 2>&1; then

@@ -48,7 +48,10 @@ export const configSchema = z.object({
    * a run's sub-run may delegate once more and that one may not. 0 turns delegation off.
    */
   RUNBOX_DELEGATE_MAX_DEPTH: z.coerce.number().int().min(0).max(10).default(2),
-  /** Embeddings for rag_search (optional): a model name turns them on; the base URL and key default to the chat model's. */
+  /**
+   * Embeddings for rag_search (optional): a model name turns them on. The base URL defaults to
+   * the chat model's; so does the key, but only when the base URL is unset too.
+   */
   RUNBOX_EMBEDDINGS_MODEL: optionalString,
   RUNBOX_EMBEDDINGS_BASE_URL: optionalString.pipe(z.string().url().optional()),
   RUNBOX_EMBEDDINGS_API_KEY: optionalString,

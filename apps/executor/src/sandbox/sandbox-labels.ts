@@ -4,6 +4,9 @@ export const LABEL = {
   executor: 'runbox.executor',
   session: 'runbox.session',
   tenant: 'runbox.tenant',
-  /** Set on warm-pool containers until one is handed to a session. */
+  /**
+   * Set on every container made for the warm pool, and kept for its life: Docker labels cannot
+   * change, so a handed-out pool container still carries it (its session is in the row).
+   */
   pool: 'runbox.pool',
 } as const;
