@@ -1,4 +1,6 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Header, Query } from '@nestjs/common';
+import { noQuerySchema } from '../common/metadata';
+import { validate } from '../common/validate';
 import { MetricsService } from './metrics.service';
 
 @Controller()
@@ -7,7 +9,8 @@ export class MetricsController {
 
   @Get('metrics')
   @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  text(): Promise<string> {
+  text(@Query() query: unknown): Promise<string> {
+    validate(noQuerySchema, query, 'query');
     return this.metrics.text();
   }
 }
