@@ -14,8 +14,9 @@ describe('bad input', () => {
   });
   afterAll(() => stack?.stop());
 
-  const expectError = (res: { status: number; body: any }, status: number, code: string, message?: RegExp) => {
+  const expectError = (res: { status: number; headers: Headers; body: any }, status: number, code: string, message?: RegExp) => {
     expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.body.error.code).toBe(code);
     expect(typeof res.body.error.message).toBe('string');
     if (message) expect(res.body.error.message).toMatch(message);
