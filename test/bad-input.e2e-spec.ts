@@ -6,14 +6,17 @@ describe('bad input', () => {
   let tenant: TenantCredentials;
 
   beforeAll(async () => {
-    stack = new TestStack({ executor: false });
+    // A string limit below the 16,384 characters session metadata may hold as JSON, so a body
+    // only the raw-byte check refuses can be sent in that free-form field.
+    stack = new TestStack({ executor: false, env: { RUNBOX_MAX_JSON_STRING_CHARS: '8192' } });
     await stack.start();
     tenant = await stack.createTenant();
   });
   afterAll(() => stack?.stop());
 
-  const expectError = (res: { status: number; body: any }, status: number, code: string, message?: RegExp) => {
+  const expectError = (res: { status: number; headers: Headers; body: any }, status: number, code: string, message?: RegExp) => {
     expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.body.error.code).toBe(code);
     expect(typeof res.body.error.message).toBe('string');
     if (message) expect(res.body.error.message).toMatch(message);
@@ -56,6 +59,105 @@ describe('bad input', () => {
     expectError(await stack.request('POST', '/v1/runs', { key: tenant.apiKey, raw: '{"input": ' }), 400, 'invalid_json');
     const huge = JSON.stringify({ input: 'x'.repeat(2 * 1024 * 1024) });
     expectError(await stack.request('POST', '/v1/runs', { key: tenant.apiKey, raw: huge }), 413, 'payload_too_large');
+  });
+
+  describe('JSON depth and string limits, checked on the raw body', () => {
+    /** `levels` arrays nested in each other around a string. */
+    const nested = (levels: number): unknown => {
+      let value: unknown = 'leaf';
+      for (let i = 0; i < levels; i++) value = [value];
+      return value;
+    };
+    // {"metadata":{"deep":[[…]]}}: the body and metadata objects are two levels, the arrays the rest.
+    const sessionBody = (depth: number, extra: Record<string, unknown> = {}) => ({ metadata: { deep: nested(depth - 2), ...extra } });
+
+    it('refuses a body nested one level deeper than RUNBOX_MAX_JSON_DEPTH, even in free-form metadata', async () => {
+      const maxDepth = stack.config.RUNBOX_MAX_JSON_DEPTH;
+      const res = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: sessionBody(maxDepth + 1) });
+      expectError(res, 400, 'validation_failed', new RegExp(`deeper than ${maxDepth} levels \\(max_json_depth\\)`));
+      expect(res.body.error.details).toEqual({ limit: 'max_json_depth', max: maxDepth });
+    });
+
+    it('refuses a string one character longer than RUNBOX_MAX_JSON_STRING_CHARS in a body under the size limit', async () => {
+      const maxChars = stack.config.RUNBOX_MAX_JSON_STRING_CHARS;
+      const body = JSON.stringify({ metadata: { note: 'é'.repeat(maxChars + 1) } });
+      expect(Buffer.byteLength(body)).toBeLessThan(stack.config.RUNBOX_MAX_BODY_BYTES);
+      const res = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, raw: body });
+      expectError(res, 400, 'validation_failed', new RegExp(`longer than ${maxChars} characters \\(max_json_string_chars\\)`));
+      expect(res.body.error.details).toEqual({ limit: 'max_json_string_chars', max: maxChars });
+    });
+
+    it('accepts a body exactly at both limits and stores it as sent', async () => {
+      const metadata = sessionBody(stack.config.RUNBOX_MAX_JSON_DEPTH, { note: 'é'.repeat(stack.config.RUNBOX_MAX_JSON_STRING_CHARS) }).metadata;
+      const created = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: { metadata } });
+      expect(created.status).toBe(201);
+      expect((await stack.request('GET', `/v1/sessions/${created.body.id}`, { key: tenant.apiKey })).body.metadata).toEqual(metadata);
+    });
+  });
+
+  describe('unknown query parameters and bodies where none belong', () => {
+    let session: string;
+    let run: string;
+    let memory: string;
+
+    beforeAll(async () => {
+      const k = { key: tenant.apiKey };
+      session = (await stack.request('POST', '/v1/sessions', { ...k, body: {} })).body.id;
+      run = (await stack.request('POST', '/v1/runs', { ...k, body: { session_id: session, input: 'hi' } })).body.id;
+      await stack.waitForRun(tenant.apiKey, run);
+      memory = (await stack.request('POST', '/v1/memory', { ...k, body: { content: 'kept despite bad requests' } })).body.id;
+    });
+
+    it('refuses an unknown query parameter on every route with a 400 naming it', async () => {
+      const k = { key: tenant.apiKey };
+      const admin = { key: stack.adminToken };
+      const refused: Array<[string, string, Parameters<TestStack['request']>[2]]> = [
+        ['POST', '/v1/runs', { ...k, body: { session_id: session, input: 'hi' } }],
+        ['GET', `/v1/runs/${run}`, k],
+        ['POST', `/v1/runs/${run}/cancel`, k],
+        ['POST', `/v1/runs/${run}/approvals`, { ...k, body: { tool_call_id: 'call_1', decision: 'approve' } }],
+        ['GET', `/v1/runs/${run}/events`, k],
+        ['GET', '/v1/memory', k],
+        ['POST', '/v1/memory', { ...k, body: { content: 'never stored' } }],
+        ['GET', `/v1/memory/${memory}`, k],
+        ['DELETE', `/v1/memory/${memory}`, k],
+        ['GET', `/v1/sessions/${session}/todos`, k],
+        ['GET', `/v1/sessions/${session}`, k],
+        ['GET', '/v1/tools', k],
+        ['GET', `/v1/admin/tenants/${tenant.tenantId}`, admin],
+        ['GET', '/healthz', {}],
+        ['GET', '/readyz', {}],
+        ['GET', '/metrics', {}],
+      ];
+      for (const [method, path, options] of refused) {
+        const res = await stack.request(method, `${path}?bogus_param=1`, options);
+        expect([method, path, res.status]).toEqual([method, path, 400]);
+        expectError(res, 400, 'validation_failed', /query: Unrecognized key: "bogus_param"/);
+      }
+      // Nothing was done on the way: the memory is still there, and no fact or run was added.
+      expect((await stack.request('GET', `/v1/memory/${memory}`, k)).status).toBe(200);
+      expect((await stack.request('GET', '/v1/memory', k)).body.data.map((m: { id: string }) => m.id)).toEqual([memory]);
+      expect((await stack.request('GET', `/v1/runs?session_id=${session}`, k)).body.data.map((r: { id: string }) => r.id)).toEqual([run]);
+    });
+
+    it('takes only last_event_id in the query of the event stream', async () => {
+      const k = { key: tenant.apiKey };
+      expectError(await stack.request('GET', `/v1/runs/${run}/events?last_event_id=0&x=1`, k), 400, 'validation_failed', /"x"/);
+      expectError(await stack.request('GET', `/v1/runs/${run}/events?last_event_id=abc`, k), 400, 'validation_failed', /query\.last_event_id/);
+      const stream = await stack.request('GET', `/v1/runs/${run}/events?last_event_id=0`, k);
+      expect(stream.status).toBe(200);
+      expect(stream.text).toMatch(/event: run\.(completed|failed)/);
+    });
+
+    it('cancels only with an empty body or {}: a field is a 400 naming it', async () => {
+      const k = { key: tenant.apiKey };
+      expectError(await stack.request('POST', `/v1/runs/${run}/cancel`, { ...k, body: { force: true } }), 400, 'validation_failed', /body: Unrecognized key: "force"/);
+      expectError(await stack.request('POST', `/v1/runs/${run}/cancel`, { ...k, body: [] }), 400, 'validation_failed', /body/);
+      expectError(await stack.request('POST', `/v1/runs/${run}/cancel`, { ...k, raw: 'null' }), 400, 'validation_failed', /body/);
+      // The run has ended: past validation, the cancel itself is refused as a conflict.
+      expectError(await stack.request('POST', `/v1/runs/${run}/cancel`, k), 409, 'conflict', /already ended/);
+      expectError(await stack.request('POST', `/v1/runs/${run}/cancel`, { ...k, body: {} }), 409, 'conflict', /already ended/);
+    });
   });
 
   it('answers unknown ids and routes with 404', async () => {

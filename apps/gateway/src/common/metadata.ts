@@ -11,3 +11,6 @@ export const metadataSchema = z
 
 /** For routes that take no query parameters: an unknown one is a 400, not silently ignored. */
 export const noQuerySchema = z.object({}).strict();
+
+/** For routes that take no body: none, or `{}`; any field in it is a 400 naming the field. */
+export const emptyBodySchema = z.object({}).strict();

@@ -3,6 +3,7 @@ import { AppError } from '@app/errors';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
+import { noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { MemoryHit, MemoryView } from './memory.repository';
@@ -20,7 +21,7 @@ export class MemoryController {
 
   @Get()
   async list(@TenantId() tenantId: string, @Query() query: unknown) {
-    const q = validate(listMemoryQuerySchema, query ?? {}, 'query');
+    const q = validate(listMemoryQuerySchema, query, 'query');
     const visibility = q.scope === undefined ? ({ kind: 'all' } as const) : ({ kind: 'scope', scope: q.scope } as const);
     const found = await this.memory.find(tenantId, visibility, q.query, q.limit);
     return { data: found.map(memoryJson) };
@@ -28,7 +29,8 @@ export class MemoryController {
 
   /** 201 with the new fact, or 200 with the one already stored when the same content exists in that scope. */
   @Post()
-  async create(@TenantId() tenantId: string, @Body() body: unknown, @Res({ passthrough: true }) res: Response) {
+  async create(@TenantId() tenantId: string, @Body() body: unknown, @Query() query: unknown, @Res({ passthrough: true }) res: Response) {
+    validate(noQuerySchema, query, 'query');
     const input = validate(createMemorySchema, body ?? {}, 'body');
     const { memory, created } = await this.memory.save(tenantId, input.content, input.scope ?? null);
     res.status(created ? 201 : 200);
@@ -36,7 +38,8 @@ export class MemoryController {
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+  async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const memory = await this.memory.get(tenantId, { kind: 'all' }, pathId('memory', id));
     if (!memory) throw AppError.notFound('memory', id);
     return memoryJson(memory);
@@ -44,7 +47,8 @@ export class MemoryController {
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@TenantId() tenantId: string, @Param('id') id: string): Promise<void> {
+  async delete(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown): Promise<void> {
+    validate(noQuerySchema, query, 'query');
     if (!(await this.memory.delete(tenantId, { kind: 'all' }, pathId('memory', id)))) throw AppError.notFound('memory', id);
   }
 }

@@ -1,4 +1,7 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { noQuerySchema } from '../common/metadata';
+import { validate } from '../common/validate';
 import { MetricsService } from './metrics.service';
 
 @Controller()
@@ -6,8 +9,10 @@ export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}
 
   @Get('metrics')
-  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
-  text(): Promise<string> {
+  async text(@Query() query: unknown, @Res({ passthrough: true }) res: Response): Promise<string> {
+    validate(noQuerySchema, query, 'query');
+    // Set here, not with @Header: that would label a JSON error answer text/plain too.
+    res.setHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8');
     return this.metrics.text();
   }
 }

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
+import { emptyBodySchema, noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { RunControlService } from './run-control.service';
@@ -26,7 +27,8 @@ const listQuerySchema = z
   .strict();
 const idempotencyKeySchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional();
 const lastEventIdSchema = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional();
-const lastEventIdQuerySchema = z.object({ last_event_id: lastEventIdSchema });
+/** `last_event_id` is the Last-Event-ID header for clients (EventSource) that cannot set it. */
+const eventsQuerySchema = z.object({ last_event_id: lastEventIdSchema }).strict();
 
 @Controller('v1/runs')
 @UseGuards(ApiKeyGuard)
@@ -42,9 +44,11 @@ export class RunsController {
   async create(
     @TenantId() tenantId: string,
     @Body() body: unknown,
+    @Query() query: unknown,
     @Res({ passthrough: true }) res: Response,
     @Headers('idempotency-key') idempotencyKey?: string,
   ) {
+    validate(noQuerySchema, query, 'query');
     const input = validate(createRunSchema, body, 'body');
     const key = validate(idempotencyKeySchema, idempotencyKey, 'header.idempotency-key');
     const { run, created } = await this.runs.create(tenantId, input, key);
@@ -60,7 +64,8 @@ export class RunsController {
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string) {
+  async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const run = await this.runs.get(tenantId, pathId('run', id));
     const pending = run.status === 'requires_approval' ? await this.runs.pendingApprovals(tenantId, run.id) : [];
     return { ...runJson(run), pending_approvals: pending.map(pendingJson) };
@@ -68,14 +73,18 @@ export class RunsController {
 
   @Post(':id/cancel')
   @HttpCode(200)
-  async cancel(@TenantId() tenantId: string, @Param('id') id: string) {
+  async cancel(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    // No body at all is the same as {}; a JSON null, array or any field is refused.
+    validate(emptyBodySchema, body === undefined ? {} : body, 'body');
     const run = await this.control.cancel(tenantId, pathId('run', id));
     return runJson(run);
   }
 
   @Post(':id/approvals')
   @HttpCode(200)
-  async approve(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: unknown) {
+  async approve(@TenantId() tenantId: string, @Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const runId = pathId('run', id);
     const input = validate(approvalSchema, body, 'body');
     const { run, callRunId } = await this.control.decide(tenantId, runId, input);
@@ -92,13 +101,13 @@ export class RunsController {
     @TenantId() tenantId: string,
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
-    @Query('last_event_id') lastEventIdQuery: string | undefined,
+    @Query() query: unknown,
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
     const runId = pathId('run', id);
     const fromHeader = validate(lastEventIdSchema, lastEventId, 'header.last-event-id');
-    const fromQuery = validate(lastEventIdQuerySchema, { last_event_id: lastEventIdQuery }, 'query').last_event_id;
+    const fromQuery = validate(eventsQuerySchema, query, 'query').last_event_id;
     let after = fromHeader ?? fromQuery ?? 0;
     await this.runs.get(tenantId, runId);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });

@@ -1,8 +1,10 @@
-import { Controller, Get, Param, UseGuards } from '@nestjs/common';
+import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { AppError } from '@app/errors';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
+import { noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
+import { validate } from '../common/validate';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TodosRepository } from './todos.repository';
 
@@ -16,7 +18,8 @@ export class TodosController {
   ) {}
 
   @Get(':id/todos')
-  async list(@TenantId() tenantId: string, @Param('id') id: string) {
+  async list(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
     const sessionId = pathId('session', id);
     if (!(await this.sessions.find(tenantId, sessionId))) throw AppError.notFound('session', id);
     const todos = await this.todos.list(tenantId, sessionId);
