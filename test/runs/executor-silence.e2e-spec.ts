@@ -47,4 +47,18 @@ describe('runs: an executor that never answers', () => {
     expect(delivered).toHaveLength(1);
     expect(JSON.parse(delivered[0])).toMatchObject({ tool: 'terminal', arguments: { command: 'touch once.txt' } });
   });
+
+  it('answers a direct call it cannot vouch for with 503 and no Retry-After, so a client does not repeat it blindly', async () => {
+    const session = (await stack.request('POST', '/v1/sessions', { key: runs.key, body: {} })).body.id;
+    const before = delivered.length;
+    const res = await stack.request('POST', `/v1/sessions/${session}/tools/terminal`, {
+      key: runs.key,
+      body: { arguments: { command: 'touch direct.txt', timeout_seconds: 1 } },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'executor_unavailable', details: { outcome_unknown: true } });
+    expect(res.body.error.message).toMatch(/may or may not have run; check its effects before repeating it$/);
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(delivered.length - before).toBe(1);
+  });
 });
