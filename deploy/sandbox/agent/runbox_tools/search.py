@@ -16,6 +16,7 @@ or the rg process; what was found by then is returned as an explicitly partial p
 finding nothing by then is an error suggesting a narrower search.
 """
 import base64
+import hashlib
 import json
 import os
 import re
@@ -25,11 +26,11 @@ import subprocess
 import threading
 import time
 
-from . import confine
 from .registry import OPS, ToolError
 from .files import (
     arg_bool, arg_int, arg_str, bad_arg, check_path_text, display_path, join_display, open_regular,
-    output_budget, resolve, result, search_timeout, split_components, workspace_components, workspace_root,
+    output_budget, read_up_to, resolve, resolve_existing_file, result, search_timeout, split_components,
+    workspace_components, workspace_root,
 )
 
 GLOB_DEFAULT_LIMIT = 100
@@ -436,7 +437,7 @@ def grep(args, request_id=None):
             run.execute()
     if run.fatal:
         raise run.fatal
-    entries = run.entries(mode)
+    entries = _verified_entries(run, mode, args)
     meta = dict(pattern=pattern, path=r.display, output_mode=mode, files_matched=len(run.files))
     extra = run.skipped_footer()
     if run.timed_out and not entries:
@@ -451,6 +452,36 @@ def grep(args, request_id=None):
     return paged_result(entries, args, GREP_DEFAULT_LIMIT, note, run.capped, extra.strip(), meta)
 
 
+def _verified_entries(run, mode, args):
+    """The entries, once every file that can appear on the requested page has been checked
+    (RgRun.verify). A file that fails is dropped, which may bring others onto the page, so
+    it repeats until a page holds only checked files; each file is read at most once."""
+    while True:
+        pairs = run.entries(mode)
+        if not run.verify(_paths_on_page(pairs, args)):
+            return [text for _, text in pairs]
+
+
+def _paths_on_page(pairs, args):
+    """The files of the entries the page can show: at most head_limit of them from offset, and
+    no more than fit the output budget (a superset of what paginate will pick)."""
+    offset = arg_int(args, "offset", 0, minimum=0)
+    limit = arg_int(args, "head_limit", GREP_DEFAULT_LIMIT, minimum=0)
+    budget = output_budget(args)
+    paths, used = [], 0
+    for i, (path, text) in enumerate(pairs[offset:]):
+        if (limit and i >= limit) or used > budget:
+            break
+        used += len(text) + 1
+        if not paths or paths[-1] != path:
+            paths.append(path)
+    return paths
+
+
+def _digest(line):
+    return hashlib.blake2b(line, digest_size=16).digest()
+
+
 class RgRun:
     """One ripgrep process and what it reported: matches per file, skipped files, errors."""
 
@@ -461,7 +492,8 @@ class RgRun:
         self.pattern, self.file_glob, self.case_insensitive = pattern, file_glob, case_insensitive
         self.r = resolved
         self.deadline, self.in_path_order = deadline, in_path_order
-        self.files = {}      # display path -> [(line number, text)]
+        self.files = {}      # display path -> [(line number, text, digest of the raw line)]
+        self._checked = set()  # display paths verify() found unchanged
         self.skipped = []    # (display path, reason)
         self.errors = []     # fatal stderr text (bad regex, bad glob)
         self.fatal = None
@@ -505,11 +537,9 @@ class RgRun:
     def _spawn_and_collect(self, dir_fd, target, keep=None):
         pass_fds = (dir_fd,) + ((keep,) if keep is not None else ())
         try:
-            # rg opens files by name, so it may read only below the workspace: a link swapped
-            # in during its walk cannot take it outside (see confine.py).
-            proc = confine.popen_reading_only(
-                [workspace_root()], self.command(target), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(self.command(target), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
         except FileNotFoundError:
             raise ToolError("ripgrep (rg) is not installed in this sandbox", code="search_unavailable")
         readers = [threading.Thread(target=self._read_stdout, args=(proc,), daemon=True),
@@ -601,8 +631,8 @@ class RgRun:
             self.summary_seen = True
         elif kind == "match":
             path = self._display(self._text(data["path"]))
-            line = self._line_text(data)
-            self.files.setdefault(path, []).append((data.get("line_number") or 0, line))
+            raw = self._raw_line(data)
+            self.files.setdefault(path, []).append((data.get("line_number") or 0, self._line_text(data, raw), _digest(raw)))
             self._matched_lines += 1
             return self._matched_lines >= MAX_COLLECTED
         elif kind == "end" and data.get("binary_offset") is not None:
@@ -613,13 +643,17 @@ class RgRun:
         return False
 
     @staticmethod
-    def _line_text(data):
+    def _raw_line(data):
+        """The matching line's bytes, without its line ending."""
         lines = data.get("lines") or {}
         if "text" in lines:
             raw = lines["text"].encode("utf-8", "surrogateescape")
         else:
             raw = base64.b64decode(lines.get("bytes", ""))
-        raw = raw.rstrip(b"\n").rstrip(b"\r")
+        return raw.rstrip(b"\n").rstrip(b"\r")
+
+    @staticmethod
+    def _line_text(data, raw):
         if len(raw) > GREP_LINE_CHARS:
             start = max(0, ((data.get("submatches") or [{}])[0].get("start") or 0) - GREP_LINE_CHARS // 4)
             window = raw[start:start + GREP_LINE_CHARS]
@@ -630,12 +664,47 @@ class RgRun:
     # -- output
 
     def entries(self, mode):
+        """(path, entry text) pairs in path order."""
         paths = sorted(self.files, key=sort_key)
         if mode == "files_with_matches":
-            return paths
+            return [(p, p) for p in paths]
         if mode == "count":
-            return ["%s:%d" % (p, len(self.files[p])) for p in paths]
-        return ["%s:%d:%s" % (p, n, text) for p in paths for n, text in self.files[p]]
+            return [(p, "%s:%d" % (p, len(self.files[p]))) for p in paths]
+        return [(p, "%s:%d:%s" % (p, n, text)) for p in paths for n, text, _ in self.files[p]]
+
+    def verify(self, paths):
+        """Drops the files among `paths` that no longer hold what rg reported; True if any.
+
+        rg opens the files of a folder by name, so a file swapped for a link between its
+        listing and its opening is followed, possibly out of the workspace. Nothing rg
+        reported is shown unless the file, opened now by the agent's own walk (which never
+        leaves the workspace), holds every reported line at its line number: what is shown
+        is then workspace content, whatever rg happened to read. A single file is exempt:
+        rg read it through the descriptor the walk opened."""
+        dropped = False
+        for path in paths:
+            if self._single is not None or path in self._checked:
+                continue
+            if self._still_holds(path, self.files[path]):
+                self._checked.add(path)
+                continue
+            del self.files[path]
+            self.skipped.append((path, "changed while it was searched (replaced, or now a link); search again"))
+            dropped = True
+        return dropped
+
+    @staticmethod
+    def _still_holds(path, hits):
+        try:
+            r, fd, _ = resolve_existing_file(path)
+        except ToolError:
+            return False
+        try:
+            with r:
+                lines = read_up_to(fd, GREP_MAX_FILESIZE + 1).split(b"\n")
+        finally:
+            os.close(fd)
+        return all(0 < n <= len(lines) and _digest(lines[n - 1].rstrip(b"\r")) == digest for n, _, digest in hits)
 
     def skipped_footer(self):
         if not self.skipped:
