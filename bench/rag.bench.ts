@@ -116,7 +116,10 @@ async function run(stack: import('../test/support/test-stack').TestStack): Promi
     line('sizes', sizes.rows.map((r) => `${r.relname} ${r.size}`).join(', '));
 
     // What the trigram index costs at indexing time: the same folder into a new session without it.
-    await db.query('DROP INDEX rag_chunks_content_trgm_idx');
+    // Only the tables' owner may drop their index; the queries above ran as the system role.
+    const owner = new Client({ connectionString: stack.db.ownerUrl });
+    await owner.connect();
+    await owner.query('DROP INDEX rag_chunks_content_trgm_idx').finally(() => owner.end());
     const other = await newSession();
     await tool(other, 'terminal', { command: generator(FILES), timeout_seconds: 300 });
     const noTrgm = await timed(() => tool(other, 'rag_index', { path: 'corpus' }));
