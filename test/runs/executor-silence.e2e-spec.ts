@@ -6,8 +6,8 @@ import { TestStack } from '../support/test-stack';
 
 /**
  * An executor that takes a tool call and never answers (stalled, or lost its Docker host
- * mid-call). The call may have taken effect, so it is never sent again: the model is told
- * its outcome is unknown and asked to check before repeating it, and the run goes on.
+ * mid-call). The run ends failed with a readable error instead of hanging; the call may have
+ * taken effect, so it is never sent again, and the error says to check its effects.
  */
 describe('runs: an executor that never answers', () => {
   const model = new ScriptedModelServer();
@@ -34,15 +34,16 @@ describe('runs: an executor that never answers', () => {
     await model.stop();
   });
 
-  it('reports the call’s outcome as unknown to the model, once, and the run goes on', async () => {
-    model.enqueue({ toolCalls: [{ id: 'call_lost', name: 'terminal', arguments: { command: 'touch once.txt', timeout_seconds: 1 } }] }, (req) => ({
-      content: `model saw: ${req.body.messages.find((m) => m.tool_call_id === 'call_lost')?.content}`,
-    }));
+  it('ends the run failed with a readable error, and never sends the call again', async () => {
+    model.enqueue({ toolCalls: [{ id: 'call_lost', name: 'terminal', arguments: { command: 'touch once.txt', timeout_seconds: 1 } }] }, { content: 'never asked' });
     const { id } = await runs.start({ input: 'do it once' });
     const run = await runs.wait(id);
-    expect(run.status).toBe('completed');
-    expect(run.output).toMatch(/^model saw: error: the executor did not answer in time; the tool call may or may not have run\. Check its effects before repeating it\./);
+    expect(run.status).toBe('failed');
+    expect(run.error).toBe(
+      'tool terminal got no answer: the executor did not answer in time; the tool call may or may not have run; check its effects before running it again',
+    );
     expect(await runs.toolCallRows(id)).toEqual([expect.objectContaining({ call_id: 'call_lost', status: 'failed' })]);
+    expect(model.requests).toHaveLength(1);
     // Delivered to the executor exactly once: a call whose outcome is unknown is never re-sent.
     expect(delivered).toHaveLength(1);
     expect(JSON.parse(delivered[0])).toMatchObject({ tool: 'terminal', arguments: { command: 'touch once.txt' } });

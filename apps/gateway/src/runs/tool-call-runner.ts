@@ -191,9 +191,11 @@ export class ToolCallRunner {
       }
       if (err instanceof InvalidToolArgumentsError) return { output: `refused: ${err.message}`, metadata: {}, is_error: true };
       if (err instanceof ToolInfrastructureError) {
-        if (err.outcomeUnknown) return { output: `error: ${err.message}. Check its effects before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
-        // A sandbox that died or cannot start, or no executor: the run cannot go on
-        // normally, so it ends failed with the reason rather than letting the model guess.
+        // A sandbox that died or cannot start, no executor, or one that took the call and
+        // never answered: the run cannot go on normally, so it ends failed with the reason
+        // rather than letting the model guess. An unanswered call is never re-sent (it may
+        // have run), and the message says to check its effects.
+        if (err.outcomeUnknown) throw new RunFailure(`tool ${call.name} got no answer: ${err.message}; check its effects before running it again`);
         throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
       }
       throw err;
