@@ -95,8 +95,21 @@ export class NatsClient {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Drains (lets in-flight handlers answer), then closes. With the server away, drain()
+   * would wait for it to come back for ever, so it gets a bound and the connection is then
+   * closed as it is: a service stopping while NATS is down still stops.
+   */
+  async close(drainMs = 3_000): Promise<void> {
     if (this.connection.isClosed()) return;
-    await this.connection.drain().catch(() => this.connection.close());
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, drainMs);
+    });
+    await Promise.race([this.connection.drain().catch(() => undefined), gaveUp]);
+    clearTimeout(timer);
+    // A drain that gave up, or one that "finished" while disconnected, leaves the connection
+    // open and reconnecting: close it.
+    if (!this.connection.isClosed()) await this.connection.close();
   }
 }

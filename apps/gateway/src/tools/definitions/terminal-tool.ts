@@ -20,7 +20,6 @@ export const TERMINAL_TOOL: ToolDefinition = {
       max_wait_ms: z
         .number()
         .int()
-        .min(0)
         .optional()
         .describe(
           'Wait this long for the command before returning a background job handle (default 10000, clamped to 250..600000). Raise it above timeout_seconds*1000 for a long command that must be killed at its timeout; use a short window such as 250 for servers.',
