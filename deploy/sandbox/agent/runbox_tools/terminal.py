@@ -358,6 +358,14 @@ def _kill_group(pgid):
         _finish_kill(pgid)
 
 
+def _kill_group_in_background(pgid):
+    """SIGTERM now; the escalation to SIGKILL runs on its own thread so the caller answers at once."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return False
+    threading.Thread(target=_finish_kill, args=(pgid,), daemon=True).start()
+    return True
+
+
 def _exit_code(returncode):
     if returncode is None:
         return None
@@ -449,17 +457,19 @@ def _start(command, request_id):
     with _lock:
         cancelled_during_spawn = call.cancelled
     if cancelled_during_spawn:
-        _signal_group(call.proc.pid, signal.SIGTERM)
-        threading.Thread(target=_finish_kill, args=(call.proc.pid,), daemon=True).start()
+        _kill_group_in_background(call.proc.pid)
     return call
 
 
 def _remember_early_cancel(target):
-    """Called under _lock. Old entries go first, so a flood of cancels cannot grow it without end."""
+    """Called under _lock. Old entries go first, so a flood of cancels cannot grow it without end;
+    the dict is in arrival order, so the pruning stops at the first young entry."""
     now = time.monotonic()
-    for rid, at in list(_early_cancels.items()):
-        if now - at > EARLY_CANCEL_TTL_S or len(_early_cancels) >= EARLY_CANCEL_MAX:
-            del _early_cancels[rid]
+    while _early_cancels:
+        oldest, at = next(iter(_early_cancels.items()))
+        if now - at <= EARLY_CANCEL_TTL_S and len(_early_cancels) < EARLY_CANCEL_MAX:
+            break
+        del _early_cancels[oldest]
     _early_cancels[target] = now
 
 
@@ -742,10 +752,7 @@ def cancel(args, request_id=None):
     if spawning:
         return {"output": "cancelled terminal call %s while it was starting" % target,
                 "metadata": {"target_id": target, "killed": True}, "is_error": False}
-    killed = _signal_group(call.proc.pid, signal.SIGTERM)
-    if killed:
-        # The escalation to SIGKILL runs on its own so cancel answers at once.
-        threading.Thread(target=_finish_kill, args=(call.proc.pid,), daemon=True).start()
+    killed = _kill_group_in_background(call.proc.pid)
     output = ("cancelled terminal call %s (process group %d)" % (target, call.proc.pid)
               if killed else "no running terminal call %s" % target)
     return {"output": output, "metadata": {"target_id": target, "killed": killed},
