@@ -1,4 +1,4 @@
-import { RecordedRequest, ScriptedModelServer } from '@app/testing';
+import { ScriptedModelServer } from '@app/testing';
 import { eventually, gate, RunsClient } from './support/runs';
 import { readRunEvents } from './support/sse';
 import { TestStack } from './support/test-stack';
@@ -6,7 +6,7 @@ import { TestStack } from './support/test-stack';
 /** Short, so the suite stays quick (the takeover waits about one lease). */
 const LEASE_SECONDS = 4;
 
-const sentBy = (text: string) => (req: RecordedRequest) => ScriptedModelServer.firstUserMessage(req) === text;
+const sentBy = ScriptedModelServer.sentBy;
 
 /**
  * A gateway crash while a sub-run works: the parent is not lost. The resumed parent finds

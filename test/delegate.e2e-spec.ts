@@ -1,10 +1,9 @@
-import { RecordedRequest, ScriptedModelServer } from '@app/testing';
+import { ScriptedModelServer } from '@app/testing';
 import { eventually, RunsClient } from './support/runs';
 import { readRunEvents } from './support/sse';
 import { TestStack } from './support/test-stack';
 
-/** Requests of the run whose input (first user message) is `text`: how a sub-run's requests are told from its parent's. */
-const sentBy = (text: string) => (req: RecordedRequest) => ScriptedModelServer.firstUserMessage(req) === text;
+const sentBy = ScriptedModelServer.sentBy;
 
 /**
  * delegate_task end to end: a sub-run with a fresh context and at most its parent's tools,

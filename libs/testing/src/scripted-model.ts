@@ -96,6 +96,11 @@ export class ScriptedModelServer {
   }
 
   /** The text of a request's first user message: the input of the run that sent it. */
+  /** Matches the requests of the run whose input (first user message) is `text`: how a sub-run's requests are told from its parent's. */
+  static sentBy(text: string): (request: RecordedRequest) => boolean {
+    return (request) => ScriptedModelServer.firstUserMessage(request) === text;
+  }
+
   static firstUserMessage(request: RecordedRequest): string {
     const first = request.body.messages?.find((m) => m.role === 'user');
     if (!first) return '';
