@@ -5,6 +5,7 @@ import { MessageView } from '../sessions/sessions.repository';
 import { RunOptions } from './run-options';
 import { ACTIVE_STATUSES, appendEventsTx, isTerminal, lockRun, NewEvent, RunStatus } from './run-tx';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
+import { WorkerHolds } from './worker-share';
 
 export type { RunStatus } from './run-tx';
 
@@ -485,6 +486,25 @@ export class RunsRepository {
       }),
     );
     return rows;
+  }
+
+  // --- Sharing run workers between tenants: deployment-wide reads of the live leases ---
+
+  /**
+   * Top-level runs the workers of other gateway replicas hold now (a live lease), per
+   * tenant, and how many replicas those are. A lease owner is `<replica>/<claim>`; the
+   * caller counts its own replica's runs itself. Sub-runs are left out: they run inside
+   * their parent's worker.
+   */
+  async workerHoldsElsewhere(replica: string): Promise<WorkerHolds> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ tenant_id: string; held: number; replicas: number }>>`
+      WITH live AS (
+        SELECT tenant_id, split_part(lease_owner, '/', 1) AS replica FROM runs
+         WHERE status IN ('queued', 'running', 'requires_approval') AND parent_run_id IS NULL
+           AND lease_owner IS NOT NULL AND lease_expires_at > now())
+      SELECT tenant_id, count(*)::int AS held, (SELECT count(DISTINCT replica) FROM live WHERE replica <> ${replica})::int AS replicas
+        FROM live WHERE replica <> ${replica} GROUP BY tenant_id`);
+    return { byTenant: new Map(rows.map((r) => [r.tenant_id, r.held])), replicas: rows[0]?.replicas ?? 0 };
   }
 
   private async findByIdempotencyKey(tenantId: string, key: string): Promise<RunView | null> {
