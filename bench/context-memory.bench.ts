@@ -1,12 +1,12 @@
 /**
  * Context budget benchmark: `./runbox bench context-memory`. Prints figures; asserts nothing.
  *
- * A 20-turn run whose every turn prints 1 MB in the sandbox (the report that found the
- * gateway growing from 170 to 652 MB). Measured twice in one run: with the default context
- * budget, and with a budget so large that every result is sent whole (the plain
- * alternative, as before the budget). For each: the gateway's resident memory (VmRSS)
- * before the run, at its peak during it and after it, and the size of the largest model
- * request.
+ * 20-turn runs whose every turn prints 1 MB in the sandbox (the report that found the
+ * gateway growing from 170 to 652 MB after one), three in a row, each in a new session.
+ * Measured twice in one run: with the default context budget, and with a budget so large
+ * that every result is sent whole (the plain alternative, as before the budget). For each:
+ * the gateway's resident memory (VmRSS) before the first run, at its peak and after each
+ * run, the V8 heap in use after each run, and the size of the largest model request.
  *
  * Each case gets its own stack (fresh database, private NATS, gateway and executor as
  * processes of their own, one sandbox, a scripted model on loopback), removed at the end.
@@ -22,11 +22,16 @@ const ROOT = join(__dirname, '..');
 const TURNS = 20;
 const RESULT_CHARS = 1_000_000;
 const WHOLE = 10_000_000;
+/** Such runs one after another, each in a new session: memory that stays flat stops growing after the first. */
+const RUNS = 3;
 
 interface Figures {
   beforeMb: number;
   peakMb: number;
-  afterMb: number;
+  /** RSS after each run. */
+  afterMb: number[];
+  /** V8 heap in use after each run (prom-client's figure, garbage not yet collected included). */
+  heapAfterMb: number[];
   largestRequestMb: number;
   seconds: number;
 }
@@ -39,9 +44,11 @@ async function main(): Promise<void> {
   print('default budget (200,000 chars)', budgeted);
   const whole = await measure(image, WHOLE);
   print('every result sent whole', whole);
-  const growth = (f: Figures) => f.afterMb - f.beforeMb;
-  console.log(`\n  RSS growth after the run: ${growth(budgeted).toFixed(0)} MB with the budget vs ${growth(whole).toFixed(0)} MB whole;` +
-    ` peak ${budgeted.peakMb.toFixed(0)} vs ${whole.peakMb.toFixed(0)} MB (ratio ${(budgeted.peakMb / whole.peakMb).toFixed(2)})`);
+  const growth = (f: Figures) => f.afterMb[f.afterMb.length - 1] - f.beforeMb;
+  console.log(
+    `\n  RSS growth after ${RUNS} runs: ${growth(budgeted).toFixed(0)} MB with the budget vs ${growth(whole).toFixed(0)} MB whole;` +
+      ` peak ${budgeted.peakMb.toFixed(0)} vs ${whole.peakMb.toFixed(0)} MB (ratio ${(budgeted.peakMb / whole.peakMb).toFixed(2)})`,
+  );
 }
 
 async function measure(image: string, budget: number | undefined): Promise<Figures> {
@@ -58,33 +65,38 @@ async function measure(image: string, budget: number | undefined): Promise<Figur
     const tenant = await stack.createTenant('bench');
     // Warm up: the sandbox, the code paths, one small tool result.
     model.enqueue({ toolCalls: [{ name: 'terminal', arguments: { command: 'echo warm' } }] }, { content: 'warm' });
-    const warm = await run(stack, tenant.apiKey, { input: 'warm up' });
-    for (let turn = 0; turn < TURNS; turn++) {
-      model.enqueue({ toolCalls: [{ name: 'terminal', arguments: { command: `head -c ${RESULT_CHARS} /dev/zero | tr '\\0' '${'abcdefghijklmnopqrst'[turn]}'` } }] });
-    }
-    model.enqueue({ content: 'done' });
+    await run(stack, tenant.apiKey, { input: 'warm up' });
     const beforeMb = rssMb(stack.gatewayPid);
     let peakMb = beforeMb;
     const sampler = setInterval(() => (peakMb = Math.max(peakMb, rssMb(stack.gatewayPid))), 100);
+    const afterMb: number[] = [];
+    const heapAfterMb: number[] = [];
     const t0 = Date.now();
-    await run(stack, tenant.apiKey, { input: 'print a lot', session_id: warm.session_id, limits: { max_output_chars: RESULT_CHARS } });
+    for (let i = 0; i < RUNS; i++) {
+      for (let turn = 0; turn < TURNS; turn++) {
+        model.enqueue({ toolCalls: [{ name: 'terminal', arguments: { command: `head -c ${RESULT_CHARS} /dev/zero | tr '\\0' '${'abcdefghijklmnopqrst'[turn]}'` } }] });
+      }
+      model.enqueue({ content: 'done' });
+      await run(stack, tenant.apiKey, { input: `print a lot (${i + 1})`, limits: { max_output_chars: RESULT_CHARS } });
+      afterMb.push(rssMb(stack.gatewayPid));
+      heapAfterMb.push(await heapUsedMb(stack));
+    }
     clearInterval(sampler);
-    const afterMb = rssMb(stack.gatewayPid);
     const largestRequestMb = Math.max(...model.requests.map((r) => JSON.stringify(r.body).length)) / 1e6;
-    return { beforeMb, peakMb: Math.max(peakMb, afterMb), afterMb, largestRequestMb, seconds: (Date.now() - t0) / 1000 };
+    return { beforeMb, peakMb: Math.max(peakMb, ...afterMb), afterMb, heapAfterMb, largestRequestMb, seconds: (Date.now() - t0) / 1000 / RUNS };
   } finally {
     await stack.stop();
     await model.stop();
   }
 }
 
-async function run(stack: BenchStack, key: string, body: Record<string, unknown>): Promise<{ id: string; session_id: string }> {
+async function run(stack: BenchStack, key: string, body: Record<string, unknown>): Promise<void> {
   const res = await stack.request('POST', '/v1/runs', { key, body: { approval_mode: 'auto', ...body } });
   if (res.status !== 202) throw new Error(`POST /v1/runs answered ${res.status}: ${res.text}`);
   const deadline = Date.now() + 600_000;
   for (;;) {
     const got = (await stack.request('GET', `/v1/runs/${res.body.id}`, { key })).body;
-    if (got?.status === 'completed') return res.body;
+    if (got?.status === 'completed') return;
     if (got?.status === 'failed' || got?.status === 'cancelled') throw new Error(`the run ended ${got.status}: ${got.error}`);
     if (Date.now() > deadline) throw new Error('the run did not end within 10 minutes');
     await new Promise((r) => setTimeout(r, 200));
@@ -97,10 +109,17 @@ function rssMb(pid: number): number {
 }
 
 function print(label: string, f: Figures): void {
+  const list = (values: number[]) => values.map((v) => v.toFixed(0)).join(', ');
   console.log(
-    `  ${label}: gateway RSS before ${f.beforeMb.toFixed(0)} MB, peak ${f.peakMb.toFixed(0)} MB, after ${f.afterMb.toFixed(0)} MB;` +
-      ` largest model request ${f.largestRequestMb.toFixed(2)} MB; run took ${f.seconds.toFixed(0)} s`,
+    `  ${label}: gateway RSS before ${f.beforeMb.toFixed(0)} MB, after each run ${list(f.afterMb)} MB, peak ${f.peakMb.toFixed(0)} MB;` +
+      ` V8 heap in use after each run ${list(f.heapAfterMb)} MB; largest model request ${f.largestRequestMb.toFixed(2)} MB; a run took ${f.seconds.toFixed(0)} s`,
   );
+}
+
+async function heapUsedMb(stack: BenchStack): Promise<number> {
+  const text = (await stack.request('GET', '/metrics')).text;
+  const line = text.split('\n').find((l) => l.startsWith('runbox_gateway_nodejs_heap_size_used_bytes'));
+  return Number(line?.split(' ')[1] ?? 0) / 1e6;
 }
 
 main().catch((err: unknown) => {
