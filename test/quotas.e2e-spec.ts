@@ -51,14 +51,15 @@ describe('quotas', () => {
   it('creates tenants with limits and changes them with PATCH', async () => {
     const created = await stack.request('POST', '/v1/admin/tenants', { ...admin(), body: { name: 'limited', limits: { max_sessions: 2, runs_per_minute: 10 } } });
     expect(created.status).toBe(201);
-    expect(created.body.limits).toEqual({ max_sessions: 2, runs_per_minute: 10 });
+    // The limits it names replace the defaults; the others are the defaults.
+    expect(created.body.limits).toEqual({ max_concurrent_runs: 16, max_sandboxes: 20, max_sessions: 2, runs_per_minute: 10 });
     const patched = await stack.request('PATCH', `/v1/admin/tenants/${created.body.id}`, {
       ...admin(),
       body: { limits: { max_sessions: 5, runs_per_minute: null, max_sandboxes: 1 } },
     });
     expect(patched.status).toBe(200);
-    expect(patched.body.limits).toEqual({ max_sessions: 5, max_sandboxes: 1 });
-    expect((await stack.request('GET', `/v1/admin/tenants/${created.body.id}`, admin())).body.limits).toEqual({ max_sessions: 5, max_sandboxes: 1 });
+    expect(patched.body.limits).toEqual({ max_concurrent_runs: 16, max_sessions: 5, max_sandboxes: 1 });
+    expect((await stack.request('GET', `/v1/admin/tenants/${created.body.id}`, admin())).body.limits).toEqual({ max_concurrent_runs: 16, max_sessions: 5, max_sandboxes: 1 });
 
     const bad = await stack.request('PATCH', `/v1/admin/tenants/${created.body.id}`, { ...admin(), body: { limits: { max_sessions: -1, speed: 3 } } });
     expect(bad.status).toBe(400);
@@ -66,6 +67,12 @@ describe('quotas', () => {
     expect(bad.body.error.message).toMatch(/speed/);
     const missing = await stack.request('PATCH', '/v1/admin/tenants/ten_0000000000000000000000', { ...admin(), body: { limits: {} } });
     expect(missing.status).toBe(404);
+  });
+
+  it('gives a tenant created without limits the default ones', async () => {
+    const created = await stack.request('POST', '/v1/admin/tenants', { ...admin(), body: { name: 'defaults' } });
+    expect(created.status).toBe(201);
+    expect(created.body.limits).toEqual({ max_concurrent_runs: 16, max_sessions: 1000, max_sandboxes: 20, runs_per_minute: 120 });
   });
 
   it('refuses a session over max_sessions, and creates it once the limit is raised', async () => {

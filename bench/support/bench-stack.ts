@@ -67,13 +67,20 @@ export class BenchStack {
     return { status: res.status, body, text };
   }
 
-  async createTenant(name: string): Promise<BenchTenant> {
+  async createTenant(name: string, limits?: Record<string, number>): Promise<BenchTenant> {
     const admin = { key: this.adminToken };
-    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name } });
+    const tenant = await this.request('POST', '/v1/admin/tenants', { ...admin, body: { name, ...(limits ? { limits } : {}) } });
     if (tenant.status !== 201) throw new Error(`creating a tenant failed: ${tenant.status} ${tenant.text}`);
     const key = await this.request('POST', `/v1/admin/tenants/${tenant.body.id}/api_keys`, { ...admin, body: {} });
     if (key.status !== 201) throw new Error(`issuing a key failed: ${key.status} ${key.text}`);
     return { tenantId: tenant.body.id, apiKey: key.body.key };
+  }
+
+  /** The gateway's process id (for its memory figures). */
+  get gatewayPid(): number {
+    const pid = this.processes[1]?.pid;
+    if (pid === undefined) throw new Error('the gateway is not running');
+    return pid;
   }
 
   /** Safe after a partial start. */

@@ -44,6 +44,11 @@ export const configSchema = z.object({
   /** Runs one gateway replica executes at the same time (more wait on the queue). */
   RUNBOX_RUN_WORKERS: z.coerce.number().int().min(1).max(1000).default(32),
   /**
+   * Characters of tool results one model request carries in full, newest first; older
+   * results are sent cut to their first 2,000 characters (never cut where they are stored).
+   */
+  RUNBOX_CONTEXT_BUDGET_CHARS: z.coerce.number().int().min(1_000).max(10_000_000).default(200_000),
+  /**
    * How many levels of sub-runs (delegate_task) may nest below a run a client made: with 2,
    * a run's sub-run may delegate once more and that one may not. 0 turns delegation off.
    */

@@ -5,15 +5,29 @@ import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.reposi
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
 import { BackendMismatchError, CallCancelledError, SandboxService, SessionNotFoundError } from './sandbox.service';
 
-/** A channel whose agent answers every call with its op name, after `delayMs`. */
-function echoChannel(delayMs = 0): AgentChannel {
+/** Holds an agent's answers: `arrived` settles when a call reaches the agent, which answers once `release()` is called. */
+class CallGate {
+  private arrive!: () => void;
+  readonly arrived = new Promise<void>((resolve) => (this.arrive = resolve));
+  release!: () => void;
+  readonly released = new Promise<void>((resolve) => (this.release = resolve));
+
+  onArrive(): void {
+    this.arrive();
+  }
+}
+
+/** A channel whose agent answers every call with its op name, after `delayMs` (and after `gate`, if given). */
+function echoChannel(delayMs = 0, gate?: CallGate): AgentChannel {
   const toAgent = new PassThrough();
   const fromAgent = new PassThrough();
   toAgent.setEncoding('utf8');
   toAgent.on('data', (chunk: string) => {
     for (const line of chunk.split('\n').filter(Boolean)) {
       const { id, op } = JSON.parse(line);
-      setTimeout(() => fromAgent.write(JSON.stringify({ id, result: { output: op, metadata: {}, is_error: false } }) + '\n'), delayMs);
+      gate?.onArrive();
+      const answer = () => fromAgent.write(JSON.stringify({ id, result: { output: op, metadata: {}, is_error: false } }) + '\n');
+      void (gate?.released ?? Promise.resolve()).then(() => setTimeout(answer, delayMs));
     }
   });
   return new AgentChannel(toAgent, fromAgent, undefined, false);
@@ -26,6 +40,8 @@ class FakeRuntime implements SandboxRuntime {
   alive = new Set<string>();
   warm: ProvisionedSandbox[] = [];
   callDelayMs = 0;
+  /** While set, channels connected from now on hold their answers behind it. */
+  callGate?: CallGate;
   /** Every channel connect() opened, in order. */
   connected: AgentChannel[] = [];
   /** While set, provision() waits for it: the container is still starting. */
@@ -47,7 +63,7 @@ class FakeRuntime implements SandboxRuntime {
     return ref.containerId !== null && this.alive.has(ref.containerId);
   }
   async connect(): Promise<AgentChannel> {
-    const channel = echoChannel(this.callDelayMs);
+    const channel = echoChannel(this.callDelayMs, this.callGate);
     this.connected.push(channel);
     return channel;
   }
@@ -236,11 +252,12 @@ describe('SandboxService', () => {
     repo.liveSessions.set('ses_1', 'ten_a');
     repo.liveSessions.set('ses_2', 'ten_a');
     await service.call(target, 'ping', {}, 1000);
-    runtime.callDelayMs = 50;
+    const gate = (runtime.callGate = new CallGate());
     const busy = service.call({ ...target, sessionId: 'ses_2' }, 'ping', {}, 1000);
-    await new Promise((r) => setTimeout(r, 10));
+    await gate.arrived; // ses_2's call is at its agent now, unanswered
     advance(5_000);
     expect(await service.reapIdle()).toBe(1);
+    gate.release();
     await busy;
     expect(runtime.destroyed).toEqual([{ ref: { containerId: 'c-ses_1-1', volume: 'v-ses_1' }, keep: true }]);
     expect(repo.rows.get('ses_1')).toMatchObject({ state: 'stopped', containerId: null, volume: 'v-ses_1' });

@@ -1,5 +1,5 @@
 import { exceededLimit, TenantUsage } from './quota-check';
-import { applyLimitsPatch, parseStoredLimits } from './tenant-limits';
+import { applyLimitsPatch, DEFAULT_TENANT_LIMITS, limitsForNewTenant, parseStoredLimits } from './tenant-limits';
 
 const usage = (u: Partial<TenantUsage>): TenantUsage => ({ sessions: 0, activeRuns: 0, recentRuns: 0, windowResetSeconds: 60, ...u });
 
@@ -41,6 +41,11 @@ describe('tenant limits', () => {
       max_sessions: 3,
       max_sandboxes: 0,
     });
+  });
+
+  it('gives a new tenant every default limit, with the ones named at creation in their place', () => {
+    expect(limitsForNewTenant()).toEqual({ max_concurrent_runs: 16, max_sessions: 1000, max_sandboxes: 20, runs_per_minute: 120 });
+    expect(limitsForNewTenant({ max_sessions: 2, max_concurrent_runs: 0 })).toEqual({ ...DEFAULT_TENANT_LIMITS, max_sessions: 2, max_concurrent_runs: 0 });
   });
 
   it('reads stored limits leniently', () => {

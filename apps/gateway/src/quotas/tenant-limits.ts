@@ -13,6 +13,24 @@ export const tenantLimitsSchema = z
   .strict();
 export type TenantLimits = z.infer<typeof tenantLimitsSchema>;
 
+/**
+ * The limits a new tenant gets for every limit its creation does not name (docs/tenancy.md).
+ * Generous for one team's work, small enough that no one tenant can take a deployment's
+ * capacity for itself: 16 runs at once is half of one gateway's run workers, and 20
+ * sandboxes at the default 1 GiB each is 20 GiB of an executor host.
+ */
+export const DEFAULT_TENANT_LIMITS: Readonly<Required<TenantLimits>> = {
+  max_concurrent_runs: 16,
+  max_sessions: 1000,
+  max_sandboxes: 20,
+  runs_per_minute: 120,
+};
+
+/** A new tenant's limits: the defaults, with what its creation named in their place. */
+export function limitsForNewTenant(named: TenantLimits = {}): TenantLimits {
+  return { ...DEFAULT_TENANT_LIMITS, ...named };
+}
+
 /** PATCH: a number sets a limit, null removes it, an absent key leaves it as it is. */
 export const tenantLimitsPatchSchema = z
   .object({

@@ -155,7 +155,7 @@ export class RunLoop {
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
-    const messages = toModelMessages(await this.runs.history(run.tenantId, run));
+    const messages = toModelMessages(await this.runs.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
       const deltas = new TextDeltaBuffer((text) => this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text } }));

@@ -11,8 +11,15 @@ import type { Logger } from 'pino';
 import { RunAbort } from './run-abort';
 import { RunLoop, RunOutcome } from './run-loop';
 import { RunsRepository } from './runs.repository';
+import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
 
 const codec = JSONCodec<unknown>();
+
+/** How long one read of the deployment's worker holds serves the fairness decisions. */
+const HOLDS_TTL_MS = 250;
+/** A run that yielded its worker to other tenants comes back after this, longer each time, up to 5 s. */
+const YIELD_RETRY_STEP_MS = 500;
+const YIELD_RETRY_MAX_MS = 5_000;
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
 export type InlineOutcome = RunOutcome | 'held';
@@ -24,6 +31,11 @@ export type InlineOutcome = RunOutcome | 'held';
  * queue twice. While the run goes on the message stays unacknowledged and is kept alive
  * with `working()`; if the replica dies, heartbeats stop, the message comes back after the
  * lease time and another worker takes over from the state stored in Postgres.
+ *
+ * Workers are shared fairly between tenants (worker-share.ts): the last few free workers
+ * go only to tenants below their share of the deployment, counted from the live leases in
+ * Postgres, so a run of a tenant that holds more goes back on the queue for a while and
+ * another tenant's run behind it gets the worker.
  */
 @Injectable()
 export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -36,6 +48,10 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   private free: number;
   private slotWaiters: Array<() => void> = [];
   private stopping = false;
+  /** Runs of each tenant this replica's workers hold now (exact, unlike the read of the others). */
+  private readonly heldHere = new Map<string, number>();
+  /** The last read of what other replicas hold. */
+  private elsewhere?: { readAt: number; holds: WorkerHolds };
 
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
@@ -91,8 +107,16 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
         this.releaseSlot();
         continue;
       }
+      const tenantId = tenantOf(msg);
+      if (tenantId !== undefined && (await this.yieldsToOtherTenants(tenantId))) {
+        msg.nak(Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount));
+        this.releaseSlot();
+        continue;
+      }
+      this.countHeld(tenantId, +1);
       const handler = this.handle(msg).finally(() => {
         this.handlers.delete(handler);
+        this.countHeld(tenantId, -1);
         this.releaseSlot();
       });
       this.handlers.add(handler);
@@ -196,6 +220,40 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     }
   }
 
+  /**
+   * Whether a run of the tenant should leave the worker it was about to take to other
+   * tenants: the worker is one of the reserved few, and its tenant already holds its fair
+   * share. The slot is taken already, so `free` counts what would be left.
+   */
+  private async yieldsToOtherTenants(tenantId: string): Promise<boolean> {
+    const workers = this.config.RUNBOX_RUN_WORKERS;
+    if (!takesFromReserve(this.free, workers)) return false;
+    try {
+      return !belowFairShare(tenantId, await this.currentHolds(), workers);
+    } catch (err) {
+      // Fairness is an optimisation over the queue's order: without a count, run the work.
+      this.logger.warn({ err }, 'could not read the worker holds; taking the run');
+      return false;
+    }
+  }
+
+  /** Who holds workers now: this replica's own count, and a recent read of the others from Postgres. */
+  private async currentHolds(): Promise<WorkerHolds> {
+    if (!this.elsewhere || Date.now() - this.elsewhere.readAt > HOLDS_TTL_MS) {
+      this.elsewhere = { readAt: Date.now(), holds: await this.runs.workerHoldsElsewhere(this.workerId) };
+    }
+    const byTenant = new Map(this.elsewhere.holds.byTenant);
+    for (const [tenantId, held] of this.heldHere) byTenant.set(tenantId, (byTenant.get(tenantId) ?? 0) + held);
+    return { byTenant, replicas: this.elsewhere.holds.replicas + 1 };
+  }
+
+  private countHeld(tenantId: string | undefined, delta: number): void {
+    if (tenantId === undefined) return;
+    const held = (this.heldHere.get(tenantId) ?? 0) + delta;
+    if (held > 0) this.heldHere.set(tenantId, held);
+    else this.heldHere.delete(tenantId);
+  }
+
   private takeSlot(): Promise<void> {
     if (this.free > 0) {
       this.free--;
@@ -209,6 +267,12 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     if (next) next();
     else this.free++;
   }
+}
+
+/** The tenant a run-queue message names, if it is valid. */
+function tenantOf(msg: JsMsg): string | undefined {
+  const parsed = runQueuedSchema.safeParse(safeDecode(msg.data));
+  return parsed.success ? parsed.data.tenant_id : undefined;
 }
 
 function safeDecode(data: Uint8Array): unknown {

@@ -4,7 +4,9 @@ import { Prisma } from '@prisma/client';
 import { MessageView } from '../sessions/sessions.repository';
 import { RunOptions } from './run-options';
 import { ACTIVE_STATUSES, appendEventsTx, isTerminal, lockRun, NewEvent, RunStatus } from './run-tx';
+import { shortenedToolResult, toolResultAllowance } from './context-budget';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
+import { WorkerHolds } from './worker-share';
 
 export type { RunStatus } from './run-tx';
 
@@ -79,6 +81,19 @@ export interface StrandedRun {
 }
 
 type RunRow = Prisma.RunGetPayload<object>;
+
+interface ContextRow {
+  id: string;
+  run_id: string | null;
+  role: string;
+  tool_calls: Prisma.JsonValue;
+  tool_call_id: string | null;
+  created_at: Date;
+  /** Length of the stored content (0 for none). */
+  chars: number;
+  /** The content, except a tool result's, which is read separately as far as the budget allows. */
+  content: string | null;
+}
 
 /** Runs, their events and their worker leases, always within one tenant (the sweeps excepted). */
 @Injectable()
@@ -239,30 +254,6 @@ export class RunsRepository {
       }),
     );
     return rows.map(toRun);
-  }
-
-  /**
-   * The conversation the model sees: a top-level run gets the session's whole history
-   * (earlier runs included) without the private work of sub-runs; a sub-run sees only its
-   * own messages, since a delegated task must stand alone.
-   */
-  async history(tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>): Promise<MessageView[]> {
-    const rows = await this.db.tenant(tenantId, async (tx) => {
-      if (run.parentRunId) return tx.message.findMany({ where: { tenantId, runId: run.id }, orderBy: { seq: 'asc' } });
-      const children = await tx.run.findMany({ where: { tenantId, sessionId: run.sessionId, parentRunId: { not: null } }, select: { id: true } });
-      const hidden = new Set(children.map((c) => c.id));
-      const all = await tx.message.findMany({ where: { tenantId, sessionId: run.sessionId }, orderBy: { seq: 'asc' } });
-      return all.filter((m) => !m.runId || !hidden.has(m.runId));
-    });
-    return rows.map((m) => ({
-      id: m.id,
-      runId: m.runId,
-      role: m.role as MessageView['role'],
-      content: m.content,
-      toolCalls: (m.toolCalls as unknown as MessageView['toolCalls']) ?? null,
-      toolCallId: m.toolCallId,
-      createdAt: m.createdAt,
-    }));
   }
 
   /** The run's last assistant message, if it has one. */
@@ -485,6 +476,76 @@ export class RunsRepository {
       }),
     );
     return rows;
+  }
+
+  // --- Sharing run workers between tenants: deployment-wide reads of the live leases ---
+
+  /**
+   * Top-level runs the workers of other gateway replicas hold now (a live lease), per
+   * tenant, and how many replicas those are. A lease owner is `<replica>/<claim>`; the
+   * caller counts its own replica's runs itself. Sub-runs are left out: they run inside
+   * their parent's worker.
+   */
+  async workerHoldsElsewhere(replica: string): Promise<WorkerHolds> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ tenant_id: string; held: number; replicas: number }>>`
+      WITH live AS (
+        SELECT tenant_id, split_part(lease_owner, '/', 1) AS replica FROM runs
+         WHERE status IN ('queued', 'running', 'requires_approval') AND parent_run_id IS NULL
+           AND lease_owner IS NOT NULL AND lease_expires_at > now())
+      SELECT tenant_id, count(*)::int AS held, (SELECT count(DISTINCT replica) FROM live WHERE replica <> ${replica})::int AS replicas
+        FROM live WHERE replica <> ${replica} GROUP BY tenant_id`);
+    return { byTenant: new Map(rows.map((r) => [r.tenant_id, r.held])), replicas: rows[0]?.replicas ?? 0 };
+  }
+
+  // --- What a model request carries: the conversation within the context budget ---
+
+  /**
+   * The conversation the model sees: a top-level run gets the session's whole history
+   * (earlier runs included) without the private work of sub-runs; a sub-run sees only its
+   * own messages, since a delegated task must stand alone. Tool results are read only as
+   * far as the budget lets them be sent (context-budget.ts), so neither the request nor the
+   * gateway's memory grows with the size of stored results.
+   */
+  async modelContext(tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>, budgetChars: number): Promise<MessageView[]> {
+    const scope = run.parentRunId
+      ? Prisma.sql`m.run_id = ${run.id}`
+      : Prisma.sql`m.session_id = ${run.sessionId} AND (m.run_id IS NULL OR m.run_id NOT IN (
+          SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NOT NULL))`;
+    return this.db.tenant(tenantId, async (tx) => {
+      // First the messages without their tool results' text, then each result's allowed head.
+      const rows = await tx.$queryRaw<ContextRow[]>`
+        SELECT m.id, m.run_id, m.role, m.tool_calls, m.tool_call_id, m.created_at,
+               coalesce(char_length(m.content), 0)::int AS chars,
+               CASE WHEN m.role = 'tool' THEN NULL ELSE m.content END AS content
+          FROM messages m WHERE m.tenant_id = ${tenantId} AND ${scope} ORDER BY m.seq ASC`;
+      const allowances = new Map<string, number>();
+      let newerChars = 0;
+      for (const row of [...rows].reverse()) {
+        if (row.role !== 'tool') continue;
+        allowances.set(row.id, toolResultAllowance(budgetChars, newerChars));
+        newerChars += row.chars;
+      }
+      const heads = new Map<string, string | null>();
+      if (allowances.size > 0) {
+        const found = await tx.$queryRaw<Array<{ id: string; head: string | null }>>`
+          SELECT m.id, left(m.content, a.allowance) AS head
+            FROM messages m JOIN unnest(${[...allowances.keys()]}::text[], ${[...allowances.values()]}::int[]) AS a(id, allowance) ON a.id = m.id
+           WHERE m.tenant_id = ${tenantId}`;
+        for (const { id, head } of found) heads.set(id, head);
+      }
+      return rows.map((m) => {
+        const head = heads.get(m.id);
+        return {
+          id: m.id,
+          runId: m.run_id,
+          role: m.role as MessageView['role'],
+          content: m.role !== 'tool' ? m.content : head == null ? null : shortenedToolResult(head, m.chars),
+          toolCalls: (m.tool_calls as unknown as MessageView['toolCalls']) ?? null,
+          toolCallId: m.tool_call_id,
+          createdAt: m.created_at,
+        };
+      });
+    });
   }
 
   private async findByIdempotencyKey(tenantId: string, key: string): Promise<RunView | null> {

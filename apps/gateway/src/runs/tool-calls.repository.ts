@@ -39,6 +39,12 @@ export interface ToolCallView {
   expiresAt: Date | null;
 }
 
+/**
+ * A call without its result: what numbering and the loop's guards read. A run's results can
+ * add up to many megabytes, and these are read every turn.
+ */
+export type ToolCallHeader = Omit<ToolCallView, 'output'>;
+
 export interface NewToolCall {
   callId: string;
   name: string;
@@ -75,10 +81,10 @@ export class ToolCallsRepository {
     });
   }
 
-  /** Every call of the run, oldest first (the repetition guard reads the sequence). */
-  async all(tenantId: string, runId: string): Promise<ToolCallView[]> {
-    const rows = await this.db.tenant(tenantId, (tx) => tx.toolCall.findMany({ where: { tenantId, runId }, orderBy: { seq: 'asc' } }));
-    return rows.map(toView);
+  /** Every call of the run, oldest first, without the outputs (the repetition guard reads the sequence). */
+  async all(tenantId: string, runId: string): Promise<ToolCallHeader[]> {
+    const rows = await this.db.tenant(tenantId, (tx) => tx.toolCall.findMany({ where: { tenantId, runId }, orderBy: { seq: 'asc' }, omit: { output: true } }));
+    return rows.map(toHeader);
   }
 
   async awaiting(tenantId: string, runId: string): Promise<ToolCallView[]> {
@@ -235,6 +241,10 @@ export async function finishInTx(
 }
 
 function toView(row: Row): ToolCallView {
+  return { ...toHeader(row), output: row.output };
+}
+
+function toHeader(row: Omit<Row, 'output'>): ToolCallHeader {
   return {
     runId: row.runId,
     callId: row.callId,
@@ -243,7 +253,6 @@ function toView(row: Row): ToolCallView {
     name: row.name,
     arguments: row.arguments,
     status: row.status as ToolCallStatus,
-    output: row.output,
     isError: row.isError,
     decision: row.decision,
     reason: row.reason,

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { AuthService } from '../auth/auth.service';
 import { generateApiKey } from './api-key';
-import { applyLimitsPatch, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
+import { applyLimitsPatch, limitsForNewTenant, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
 import { ApiKeyView, TenantsRepository, TenantView } from './tenants.repository';
 
 @Injectable()
@@ -12,8 +12,9 @@ export class TenantsService {
     private readonly auth: AuthService,
   ) {}
 
+  /** Creates a tenant with the default limits, or the ones `limits` names in their place. */
   async create(name: string, limits: TenantLimits = {}): Promise<TenantView> {
-    const tenant = await this.tenants.create(name, limits);
+    const tenant = await this.tenants.create(name, limitsForNewTenant(limits));
     if (tenant === 'exists') throw new AppError(ErrorCode.Conflict, `a tenant named ${JSON.stringify(name)} already exists`);
     return tenant;
   }
