@@ -5,6 +5,7 @@
 #
 #   scripts/infra.sh up     install what is missing, start what is down
 #   scripts/infra.sh down   stop what this script started (by the pids it recorded)
+#   scripts/infra.sh test-tools   install what only the tests use (LibreOffice, Ghostscript)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -28,6 +29,15 @@ ensure_packages() {
   have dockerd || missing+=(docker.io)
   # debootstrap is not needed up front: deploy/sandbox/build.sh installs it only when no
   # container registry answers and it has to build the sandbox base itself.
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+}
+
+# Tools only the test suite uses: LibreOffice and Ghostscript make the PDFs the file tools'
+# tests read (real fonts, ToUnicode maps, a scanned page with no text layer).
+ensure_test_packages() {
+  local missing=()
+  have soffice || missing+=(libreoffice-writer-nogui)
+  have gs || missing+=(ghostscript)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 }
 
@@ -144,7 +154,8 @@ case "${1:-up}" in
     start_nats
     start_docker
     ;;
+  test-tools) ensure_test_packages ;;
   down) stop_all ;;
   stop) stop_one "${2:?usage: $0 stop nats|dockerd|postgres}" ;;
-  *) die "usage: $0 up|down|stop NAME" ;;
+  *) die "usage: $0 up|test-tools|down|stop NAME" ;;
 esac

@@ -65,15 +65,55 @@ describe('runs: tool selection and guardrails', () => {
     expect(offered).not.toContain('no_such_tool');
   });
 
-  it('narrows with the tools allowlist: *, exact names, !exclusions that win, unknown names ignored', async () => {
-    expect(await offerFor({ toolset: 'coding', tools: ['*', '!terminal'] })).toEqual(expectedOffer('coding').filter((n) => n !== 'terminal'));
-    expect(await offerFor({ toolset: 'coding', tools: ['!terminal', '*'] })).toEqual(expectedOffer('coding').filter((n) => n !== 'terminal'));
+  it('tools patterns choose from every registered tool: *, exact names, !exclusions that win, unknown names ignored', async () => {
+    const all = catalogue.map((t) => t.name).sort();
+    expect(await offerFor({ tools: ['*'] })).toEqual(all);
+    expect(await offerFor({ toolset: 'coding', tools: ['*', '!terminal'] })).toEqual(all.filter((n) => n !== 'terminal'));
+    expect(await offerFor({ toolset: 'coding', tools: ['!terminal', '*'] })).toEqual(all.filter((n) => n !== 'terminal'));
     expect(await offerFor({ toolset: 'coding', tools: ['read_file', 'grep', 'local_shell'] })).toEqual(['grep', 'read_file']);
     expect(await offerFor({ toolset: 'coding', tools: ['*_file', '!write_file'] })).toEqual(['edit_file', 'read_file']);
-    // The allowlist narrows the toolset; it never adds to it.
-    expect(await offerFor({ toolset: 'minimal', tools: ['terminal', 'read_file'] })).toEqual(['read_file']);
+    // The patterns replace the toolset: a tool outside it is admitted by name.
+    expect(await offerFor({ tools: ['rag_index'] })).toEqual(['rag_index']);
+    expect(await offerFor({ toolset: 'minimal', tools: ['terminal', 'read_file'] })).toEqual(['read_file', 'terminal']);
     expect(await offerFor({ toolset: 'coding', tools: ['grep', '!grep'] })).toEqual([]);
     expect(model.requests[model.requests.length - 1].body.tools).toBeUndefined();
+  });
+
+  it('says on the run object and run.started which tools the run has, where each came from, and which names it dropped', async () => {
+    model.enqueue({ content: 'ok' });
+    const { id } = await runs.start({
+      input: 'what can you use?',
+      toolset: 'minimal',
+      tools: ['read_file', 'rag_*', 'no_such_tool', '!grep'],
+      enabled: ['terminal', 'ghost_tool'],
+      disabled: ['rag_index'],
+    });
+    const run = await runs.wait(id);
+    expect(run.status).toBe('completed');
+    const tools = [
+      { name: 'rag_search', source: 'tools:rag_*' },
+      { name: 'read_file', source: 'tools:read_file' },
+      { name: 'terminal', source: 'enabled' },
+    ];
+    const dropped = [
+      { name: 'no_such_tool', reason: 'unknown' },
+      { name: 'ghost_tool', reason: 'unknown' },
+      { name: 'rag_index', reason: 'disabled' },
+    ];
+    expect(run.tools).toEqual(tools);
+    expect(run.tools_dropped).toEqual(dropped);
+    expect(ScriptedModelServer.offeredTools(model.requests[model.requests.length - 1])).toEqual(tools.map((t) => t.name));
+    const started = (await readRunEvents(stack.url, runs.key, id)).find((e) => e.event === 'run.started');
+    expect(started?.data).toMatchObject({ tools, tools_dropped: dropped });
+    const listed = (await stack.request('GET', `/v1/runs/${id}`, { key: runs.key })).body;
+    expect(listed.tools).toEqual(tools);
+  });
+
+  it('GET /v1/tools says whether each tool is available here', () => {
+    for (const tool of catalogue as Array<{ name: string; available?: boolean; unavailable_reason?: string }>) {
+      expect(tool.available).toBe(true);
+      expect(tool.unavailable_reason).toBeUndefined();
+    }
   });
 
   it('refuses a call to a tool the run was not offered, runs nothing, and tells the model', async () => {

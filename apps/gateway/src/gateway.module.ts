@@ -21,6 +21,7 @@ import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
 import { RunQueue } from './runs/run-queue';
 import { RunSupervisor } from './runs/run-supervisor';
+import { RunDefaultsRepository } from './runs/run-defaults.repository';
 import { RunToolSelection } from './runs/run-tools';
 import { RunsController } from './runs/runs.controller';
 import { RunsRepository } from './runs/runs.repository';
@@ -89,6 +90,7 @@ class InfrastructureModule implements OnApplicationShutdown {
     ToolDispatcher,
     ExecutorClient,
     RunsRepository,
+    RunDefaultsRepository,
     RunEventsService,
     RunLoop,
     RunQueue,

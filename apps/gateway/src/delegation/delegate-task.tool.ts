@@ -1,6 +1,7 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { z } from 'zod';
-import { DELEGATE_TASK } from '../runs/run-tools';
+import { DELEGATE_TASK, depthLimitReason } from '../runs/run-tools';
 import { GatewayTool, GatewayToolContext, GatewayToolResult } from '../tools/gateway-tool';
 import { ToolRegistry, TOOLSET_NAMES } from '../tools/tool-registry';
 import { SubRuns } from './sub-runs';
@@ -53,7 +54,13 @@ export class DelegateTaskTool implements GatewayTool, OnModuleInit {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly subRuns: SubRuns,
+    @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
   ) {}
+
+  /** RUNBOX_DELEGATE_MAX_DEPTH=0 turns sub-runs off on the whole deployment. */
+  unavailableReason(): string | undefined {
+    return this.config.RUNBOX_DELEGATE_MAX_DEPTH === 0 ? depthLimitReason(0, 0) : undefined;
+  }
 
   onModuleInit(): void {
     this.registry.registerGatewayTool(this);

@@ -13,7 +13,7 @@ import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
 import { effectiveLimits } from './run-options';
-import { RunToolSelection } from './run-tools';
+import { runToolsJson, RunToolSelection } from './run-tools';
 import { RunsRepository, RunView } from './runs.repository';
 import { TextDeltaBuffer } from './text-delta-buffer';
 import { ToolCallRunner } from './tool-call-runner';
@@ -69,9 +69,10 @@ export class RunLoop {
     // Counted from what earlier workers stored; the context updates this same object.
     const usage = usageFrom(run.usage);
     try {
+      const tools = this.toolSelection.forRun(run);
       if (run.status === 'queued') {
         if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
-        const seqs = await this.runs.start(tenantId, run);
+        const seqs = await this.runs.start(tenantId, run, runToolsJson(tools));
         if (!seqs) return 'finished';
         this.events.announce(run.id, seqs);
       } else {
@@ -84,7 +85,6 @@ export class RunLoop {
         if (options.recovered) log.warn({ recoveries: options.recoveries }, 'resuming a run whose worker stopped');
       }
       const session = await this.sessions.find(tenantId, run.sessionId);
-      const tools = this.toolSelection.forRun(run);
       const ctx: RunContext = {
         run,
         signal,

@@ -38,4 +38,20 @@ describe('RunToolSelection', () => {
     expect(off.offered.has(DELEGATE_TASK)).toBe(false);
     expect(off.withheld.get(DELEGATE_TASK)).toMatch(/turned off .*RUNBOX_DELEGATE_MAX_DEPTH=0/);
   });
+
+  it('lists a withheld tool under dropped as unavailable, and not under tools', () => {
+    const deepest = selection(1).forRun({ options: { toolset: 'coding' }, depth: 1 });
+    expect(deepest.tools.map((t) => t.name)).not.toContain(DELEGATE_TASK);
+    expect(deepest.tools).toContainEqual({ name: 'read_file', source: 'toolset:coding' });
+    expect(deepest.dropped).toEqual([{ name: DELEGATE_TASK, reason: 'unavailable', detail: expect.stringMatching(/RUNBOX_DELEGATE_MAX_DEPTH/) }]);
+  });
+
+  it('withholds a tool the deployment has made unavailable', () => {
+    const off: GatewayTool = { ...delegate, definition: { ...delegate.definition, name: 'web_search' }, unavailableReason: () => 'no search provider is configured' };
+    const tools = new RunToolSelection(new ToolRegistry([off]), { RUNBOX_DELEGATE_MAX_DEPTH: 2 } as RunboxConfig);
+    const run = tools.forRun({ options: { tools: ['*'] }, depth: 0 });
+    expect(run.offered.has('web_search')).toBe(false);
+    expect(run.withheld.get('web_search')).toBe('no search provider is configured');
+    expect(run.dropped).toContainEqual({ name: 'web_search', reason: 'unavailable', detail: 'no search provider is configured' });
+  });
 });

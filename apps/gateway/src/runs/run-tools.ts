@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolRegistry } from '../tools/tool-registry';
-import { selectTools } from '../tools/tool-selection';
+import { DroppedTool, selectTools, SelectedTool } from '../tools/tool-selection';
 import { RunOptions } from './run-options';
 
 /** The tool that starts sub-runs; how deep they may nest is the deployment's choice. */
@@ -12,11 +12,16 @@ export interface RunTools {
   offered: Set<string>;
   /** Tools the run's selection named but the run may not use here, with the reason the model is told. */
   withheld: Map<string, string>;
+  /** The offered tools with what put each there (the run object's and run.started's `tools`). */
+  tools: SelectedTool[];
+  /** What the selection named and the run does not get, and why (`tools_dropped`). */
+  dropped: DroppedTool[];
 }
 
 /**
- * Which tools a run may use: its selection (TOOLS.md order: toolset, enabled/disabled, the
- * allowlist), less `delegate_task` when the run is already nested as deep as
+ * Which tools a run may use: its selection (TOOLS.md: the `tools` patterns or the toolset,
+ * then enabled/disabled), less the tools that cannot run here: those the deployment has
+ * not made available, and `delegate_task` when the run is already nested as deep as
  * RUNBOX_DELEGATE_MAX_DEPTH allows.
  */
 @Injectable()
@@ -28,23 +33,33 @@ export class RunToolSelection {
 
   forRun(run: { options: RunOptions; depth: number }): RunTools {
     const { options } = run;
-    const offered = new Set(
-      selectTools({
-        toolset: this.registry.toolset(options.toolset ?? 'default'),
-        enabled: options.enabled,
-        disabled: options.disabled,
-        patterns: options.tools,
-        known: new Set(this.registry.names()),
-      }),
-    );
+    const toolset = options.toolset ?? 'default';
+    const selection = selectTools({
+      toolset: { name: toolset, members: this.registry.toolset(toolset) },
+      patterns: options.tools,
+      enabled: options.enabled,
+      disabled: options.disabled,
+      registered: this.registry.names(),
+    });
     const withheld = new Map<string, string>();
-    const maxDepth = this.config.RUNBOX_DELEGATE_MAX_DEPTH;
-    if (offered.has(DELEGATE_TASK) && run.depth >= maxDepth) {
-      offered.delete(DELEGATE_TASK);
-      withheld.set(DELEGATE_TASK, depthLimitReason(run.depth, maxDepth));
+    for (const { name } of selection.tools) {
+      const why = this.registry.unavailableReason(name) ?? (name === DELEGATE_TASK ? this.depthLimit(run.depth) : undefined);
+      if (why !== undefined) withheld.set(name, why);
     }
-    return { offered, withheld };
+    const tools = selection.tools.filter((t) => !withheld.has(t.name));
+    const dropped = [...selection.dropped, ...[...withheld].map(([name, detail]) => ({ name, reason: 'unavailable' as const, detail }))];
+    return { offered: new Set(tools.map((t) => t.name)), withheld, tools, dropped };
   }
+
+  private depthLimit(depth: number): string | undefined {
+    const maxDepth = this.config.RUNBOX_DELEGATE_MAX_DEPTH;
+    return depth >= maxDepth ? depthLimitReason(depth, maxDepth) : undefined;
+  }
+}
+
+/** The tools part of a run object and of its run.started event. */
+export function runToolsJson(tools: Pick<RunTools, 'tools' | 'dropped'>) {
+  return { tools: tools.tools, tools_dropped: tools.dropped };
 }
 
 export function depthLimitReason(depth: number, maxDepth: number): string {

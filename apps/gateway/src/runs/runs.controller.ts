@@ -4,13 +4,14 @@ import { z } from 'zod';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { pathId } from '../common/ids';
 import { emptyBodySchema, noQuerySchema } from '../common/metadata';
-import { TenantId } from '../common/request-context';
+import { ApiKeyId, TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { RunControlService } from './run-control.service';
 import { isTerminal } from './run-tx';
 import { RunEventsService } from './run-events.service';
 import { approvalSchema, createRunSchema } from './run-options';
 import { RunView } from './runs.repository';
+import { RunTools, runToolsJson, RunToolSelection } from './run-tools';
 import { RunsService } from './runs.service';
 import { ToolCallView } from './tool-calls.repository';
 
@@ -37,12 +38,18 @@ export class RunsController {
     private readonly runs: RunsService,
     private readonly control: RunControlService,
     private readonly events: RunEventsService,
+    private readonly toolSelection: RunToolSelection,
   ) {}
+
+  private json(run: RunView) {
+    return runJson(run, this.toolSelection.forRun(run));
+  }
 
   @Post()
   @HttpCode(202)
   async create(
     @TenantId() tenantId: string,
+    @ApiKeyId() apiKeyId: string,
     @Body() body: unknown,
     @Query() query: unknown,
     @Res({ passthrough: true }) res: Response,
@@ -51,16 +58,16 @@ export class RunsController {
     validate(noQuerySchema, query, 'query');
     const input = validate(createRunSchema, body, 'body');
     const key = validate(idempotencyKeySchema, idempotencyKey, 'header.idempotency-key');
-    const { run, created } = await this.runs.create(tenantId, input, key);
+    const { run, created } = await this.runs.create(tenantId, input, key, apiKeyId);
     if (!created) res.setHeader('idempotent-replayed', 'true');
-    return runJson(run);
+    return this.json(run);
   }
 
   @Get()
   async list(@TenantId() tenantId: string, @Query() query: unknown) {
     const q = validate(listQuerySchema, query, 'query');
     const runs = await this.runs.list(tenantId, q.session_id, q.limit, q.parent_run_id);
-    return { data: runs.map(runJson) };
+    return { data: runs.map((run) => this.json(run)) };
   }
 
   @Get(':id')
@@ -68,7 +75,7 @@ export class RunsController {
     validate(noQuerySchema, query, 'query');
     const run = await this.runs.get(tenantId, pathId('run', id));
     const pending = run.status === 'requires_approval' ? await this.runs.pendingApprovals(tenantId, run.id) : [];
-    return { ...runJson(run), pending_approvals: pending.map(pendingJson) };
+    return { ...this.json(run), pending_approvals: pending.map(pendingJson) };
   }
 
   @Post(':id/cancel')
@@ -78,7 +85,7 @@ export class RunsController {
     // No body at all is the same as {}; a JSON null, array or any field is refused.
     validate(emptyBodySchema, body === undefined ? {} : body, 'body');
     const run = await this.control.cancel(tenantId, pathId('run', id));
-    return runJson(run);
+    return this.json(run);
   }
 
   @Post(':id/approvals')
@@ -88,7 +95,7 @@ export class RunsController {
     const runId = pathId('run', id);
     const input = validate(approvalSchema, body, 'body');
     const { run, callRunId } = await this.control.decide(tenantId, runId, input);
-    return { ...runJson(run), tool_call_id: input.tool_call_id, tool_call_run_id: callRunId, decision: input.decision };
+    return { ...this.json(run), tool_call_id: input.tool_call_id, tool_call_run_id: callRunId, decision: input.decision };
   }
 
   /**
@@ -159,7 +166,7 @@ function pendingJson(call: ToolCallView) {
   return { tool_call_id: call.callId, run_id: call.runId, name: call.name, arguments: call.arguments, reason: call.reason, expires_at: call.expiresAt?.toISOString() ?? null };
 }
 
-export function runJson(run: RunView) {
+export function runJson(run: RunView, tools: Pick<RunTools, 'tools' | 'dropped'>) {
   return {
     id: run.id,
     session_id: run.sessionId,
@@ -170,8 +177,17 @@ export function runJson(run: RunView) {
     output: run.output,
     error: run.error,
     usage: run.usage,
+    options: effectiveOptionsJson(run.options),
+    option_sources: run.optionSources ?? {},
+    ...runToolsJson(tools),
     created_at: run.createdAt.toISOString(),
     started_at: run.startedAt?.toISOString() ?? null,
     completed_at: run.completedAt?.toISOString() ?? null,
   };
+}
+
+/** The options that govern a run (after saved defaults), as the run object shows them. */
+function effectiveOptionsJson(options: RunView['options']) {
+  const { toolset, tools, enabled, disabled, approval_mode, permissions, limits, model, memory_scope } = options;
+  return { toolset, tools, enabled, disabled, approval_mode, permissions, limits, model, memory_scope };
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { MessageView } from '../sessions/sessions.repository';
+import { OptionSources } from './run-defaults';
 import { RunOptions } from './run-options';
 import { ACTIVE_STATUSES, appendEventsTx, isTerminal, lockRun, NewEvent, RunStatus } from './run-tx';
 import { shortenedToolResult, toolResultAllowance } from './context-budget';
@@ -22,6 +23,8 @@ export interface RunView {
   status: RunStatus;
   input: string;
   options: RunOptions;
+  /** Where each effective option came from (run, API key or tenant defaults); null for sub-runs and older runs. */
+  optionSources: OptionSources | null;
   output: string | null;
   error: string | null;
   usage: Record<string, unknown> | null;
@@ -41,6 +44,7 @@ export interface NewRun {
   sessionId?: string;
   input: string;
   options: RunOptions;
+  optionSources?: OptionSources;
   idempotencyKey?: string;
   sessionMetadata?: Record<string, unknown>;
   /** Queue behind a run the session already has instead of refusing. */
@@ -142,6 +146,7 @@ export class RunsRepository {
             status: 'queued',
             input: input.input,
             options: input.options as Prisma.InputJsonValue,
+            optionSources: input.optionSources ? (input.optionSources as Prisma.InputJsonValue) : Prisma.JsonNull,
             idempotencyKey: input.idempotencyKey ?? null,
             dispatchedAt: new Date(),
           },
@@ -316,8 +321,11 @@ export class RunsRepository {
     return res.count > 0;
   }
 
-  /** queued → running: stores the user's input as the next message of the session. */
-  async start(tenantId: string, run: RunView): Promise<number[] | null> {
+  /**
+   * queued → running: stores the user's input as the next message of the session.
+   * `started` is added to the run.started event (the tools the run has, and why).
+   */
+  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}): Promise<number[] | null> {
     return this.db.tenant(tenantId, async (tx) => {
       const locked = await lockRun(tx, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return null;
@@ -326,7 +334,7 @@ export class RunsRepository {
         data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'user', content: run.input, toolCalls: Prisma.JsonNull },
       });
       return appendEventsTx(tx, tenantId, run.id, [
-        { type: 'run.started', data: { session_id: run.sessionId } },
+        { type: 'run.started', data: { session_id: run.sessionId, ...started } },
         { type: 'message.created', data: { role: 'user', content: run.input } },
       ]);
     });
@@ -565,6 +573,7 @@ export function toRun(row: RunRow): RunView {
     status: row.status as RunStatus,
     input: row.input,
     options: row.options as RunOptions,
+    optionSources: (row.optionSources as OptionSources | null) ?? null,
     output: row.output,
     error: row.error,
     usage: (row.usage as Record<string, unknown> | null) ?? null,

@@ -3,6 +3,8 @@ import { AppError, ErrorCode } from '@app/errors';
 import { RunDispatcher } from './run-dispatcher';
 import { RunEventsService } from './run-events.service';
 import { QuotasService } from '../quotas/quotas.service';
+import { applyRunDefaults } from './run-defaults';
+import { RunDefaultsRepository } from './run-defaults.repository';
 import { CreateRunInput } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
 import { ToolCallsRepository, ToolCallView } from './tool-calls.repository';
@@ -15,20 +17,24 @@ export class RunsService {
     private readonly dispatcher: RunDispatcher,
     private readonly events: RunEventsService,
     private readonly quotas: QuotasService,
+    private readonly defaults: RunDefaultsRepository,
   ) {}
 
   /**
    * Creates and queues a run. A repeated idempotency key returns the first run; a session
    * that already has a run going answers 409 unless the request asks to queue behind it.
    */
-  async create(tenantId: string, input: CreateRunInput, idempotencyKey?: string): Promise<{ run: RunView; created: boolean }> {
-    const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...options } = input;
+  async create(tenantId: string, input: CreateRunInput, idempotencyKey?: string, apiKeyId?: string): Promise<{ run: RunView; created: boolean }> {
+    const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...requested } = input;
+    const defaults = await this.defaults.forRun(tenantId, apiKeyId);
+    const { options, sources } = applyRunDefaults(requested, defaults.apiKey, defaults.tenant);
     // The quota check and the creation commit together, or neither does.
     const outcome = await this.quotas.admit(tenantId, () =>
       this.runs.create(tenantId, {
         sessionId,
         input: text,
         options,
+        optionSources: sources,
         idempotencyKey,
         sessionMetadata: metadata,
         enqueueWhenBusy: onBusy === 'enqueue',

@@ -3,7 +3,7 @@ import { AdminGuard } from '../auth/admin.guard';
 import { pathId } from '../common/ids';
 import { validate } from '../common/validate';
 import { ApiKeyView, TenantView } from './tenants.repository';
-import { createApiKeySchema, createTenantSchema, noQuerySchema, updateTenantSchema } from './tenants.schemas';
+import { createApiKeySchema, createTenantSchema, noQuerySchema, updateApiKeySchema, updateTenantSchema } from './tenants.schemas';
 import { TenantsService } from './tenants.service';
 
 @Controller('v1/admin')
@@ -24,13 +24,28 @@ export class AdminController {
     return tenantJson(await this.tenants.get(pathId('tenant', id)));
   }
 
-  /** Changes limits; they apply to the next session, run or sandbox the tenant creates. */
+  /**
+   * Changes limits and/or the saved run defaults; they apply to the next session, run or
+   * sandbox the tenant creates.
+   */
   @Patch('tenants/:id')
   async updateTenant(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
     validate(noQuerySchema, query, 'query');
     const tenantId = pathId('tenant', id);
     const input = validate(updateTenantSchema, body, 'body');
-    return tenantJson(await this.tenants.updateLimits(tenantId, input.limits));
+    let tenant = await this.tenants.get(tenantId);
+    if (input.limits !== undefined) tenant = await this.tenants.updateLimits(tenantId, input.limits);
+    if (input.run_defaults !== undefined) tenant = await this.tenants.setRunDefaults(tenantId, input.run_defaults);
+    return tenantJson(tenant);
+  }
+
+  /** Sets (or, with null, clears) the defaults of runs made with this key, over the tenant's. */
+  @Patch('api_keys/:id')
+  async updateKey(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
+    validate(noQuerySchema, query, 'query');
+    const keyId = pathId('api key', id);
+    const input = validate(updateApiKeySchema, body, 'body');
+    return apiKeyJson(await this.tenants.setKeyRunDefaults(keyId, input.run_defaults));
   }
 
   @Get('tenants/:id/api_keys')
@@ -58,7 +73,7 @@ export class AdminController {
 }
 
 function tenantJson(t: TenantView) {
-  return { id: t.id, name: t.name, limits: t.limits, created_at: t.createdAt.toISOString() };
+  return { id: t.id, name: t.name, limits: t.limits, run_defaults: t.runDefaults, created_at: t.createdAt.toISOString() };
 }
 
 function apiKeyJson(k: ApiKeyView) {
@@ -66,6 +81,7 @@ function apiKeyJson(k: ApiKeyView) {
     id: k.id,
     name: k.name,
     prefix: k.prefix,
+    run_defaults: k.runDefaults,
     created_at: k.createdAt.toISOString(),
     revoked_at: k.revokedAt?.toISOString() ?? null,
   };

@@ -2,11 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { parseStoredLimits, TenantLimits } from '../quotas/tenant-limits';
+import { parseStoredRunDefaults, RunDefaults } from '../runs/run-defaults';
 
 export interface TenantView {
   id: string;
   name: string;
   limits: TenantLimits;
+  runDefaults: RunDefaults | null;
   createdAt: Date;
 }
 
@@ -14,9 +16,12 @@ export interface ApiKeyView {
   id: string;
   name: string | null;
   prefix: string;
+  runDefaults: RunDefaults | null;
   createdAt: Date;
   revokedAt: Date | null;
 }
+
+const API_KEY_COLUMNS = { id: true, name: true, prefix: true, runDefaults: true, createdAt: true, revokedAt: true } as const;
 
 export interface ApiKeyRecord {
   id: string;
@@ -65,14 +70,27 @@ export class TenantsRepository {
     });
   }
 
+  /** Replaces (or, with null, clears) the defaults of the tenant's runs. Null when there is no tenant. */
+  async setRunDefaults(id: string, defaults: RunDefaults | null): Promise<TenantView | null> {
+    const res = await this.db.system((tx) => tx.tenant.updateMany({ where: { id }, data: { runDefaults: jsonOrNull(defaults) } }));
+    return res.count > 0 ? this.findById(id) : null;
+  }
+
   async listKeys(tenantId: string): Promise<ApiKeyView[]> {
-    return this.db.system((tx) =>
-      tx.apiKey.findMany({
-        where: { tenantId },
-        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-        select: { id: true, name: true, prefix: true, createdAt: true, revokedAt: true },
-      }),
+    const rows = await this.db.system((tx) =>
+      tx.apiKey.findMany({ where: { tenantId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], select: API_KEY_COLUMNS }),
     );
+    return rows.map(toApiKey);
+  }
+
+  /** Replaces (or clears) the defaults of runs made with this key. Null when there is no such key. */
+  async setKeyRunDefaults(id: string, defaults: RunDefaults | null): Promise<ApiKeyView | null> {
+    return this.db.system(async (tx) => {
+      const res = await tx.apiKey.updateMany({ where: { id }, data: { runDefaults: jsonOrNull(defaults) } });
+      if (res.count === 0) return null;
+      const row = await tx.apiKey.findUnique({ where: { id }, select: API_KEY_COLUMNS });
+      return row ? toApiKey(row) : null;
+    });
   }
 
   async addKey(tenantId: string, name: string | undefined, prefix: string, keyHash: string): Promise<{ id: string }> {
@@ -98,6 +116,20 @@ export class TenantsRepository {
   }
 }
 
-function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; createdAt: Date }): TenantView {
-  return { id: row.id, name: row.name, limits: parseStoredLimits(row.limits), createdAt: row.createdAt };
+function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; runDefaults: Prisma.JsonValue; createdAt: Date }): TenantView {
+  return {
+    id: row.id,
+    name: row.name,
+    limits: parseStoredLimits(row.limits),
+    runDefaults: parseStoredRunDefaults(row.runDefaults),
+    createdAt: row.createdAt,
+  };
+}
+
+function toApiKey(row: Omit<ApiKeyView, 'runDefaults'> & { runDefaults: Prisma.JsonValue }): ApiKeyView {
+  return { ...row, runDefaults: parseStoredRunDefaults(row.runDefaults) };
+}
+
+function jsonOrNull(value: RunDefaults | null): Prisma.InputJsonValue | typeof Prisma.DbNull {
+  return value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue);
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { tenantLimitsPatchSchema, tenantLimitsSchema } from '../quotas/tenant-limits';
+import { runDefaultsSchema } from '../runs/run-defaults';
 
 export { tenantLimitsSchema };
 
@@ -10,7 +11,17 @@ export const createTenantSchema = z
   })
   .strict();
 
-export const updateTenantSchema = z.object({ limits: tenantLimitsPatchSchema }).strict();
+/** `run_defaults` replaces the saved defaults as a whole; null clears them. */
+const runDefaultsPatch = runDefaultsSchema.nullable();
+
+export const updateTenantSchema = z
+  .object({ limits: tenantLimitsPatchSchema.optional(), run_defaults: runDefaultsPatch.optional() })
+  .strict()
+  .refine((body) => body.limits !== undefined || body.run_defaults !== undefined, {
+    message: 'give limits, run_defaults or both',
+  });
+
+export const updateApiKeySchema = z.object({ run_defaults: runDefaultsPatch }).strict();
 
 export const createApiKeySchema = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
 

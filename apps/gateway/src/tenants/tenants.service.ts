@@ -4,6 +4,7 @@ import { AuthService } from '../auth/auth.service';
 import { generateApiKey } from './api-key';
 import { applyLimitsPatch, limitsForNewTenant, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
 import { ApiKeyView, TenantsRepository, TenantView } from './tenants.repository';
+import { RunDefaults } from '../runs/run-defaults';
 
 @Injectable()
 export class TenantsService {
@@ -30,6 +31,20 @@ export class TenantsService {
     const tenant = await this.tenants.updateLimits(id, (current) => applyLimitsPatch(current, patch));
     if (!tenant) throw AppError.notFound('tenant', id);
     return tenant;
+  }
+
+  /** Replaces the defaults of the tenant's runs (null clears them); they apply to runs created from now on. */
+  async setRunDefaults(id: string, defaults: RunDefaults | null): Promise<TenantView> {
+    const tenant = await this.tenants.setRunDefaults(id, defaults);
+    if (!tenant) throw AppError.notFound('tenant', id);
+    return tenant;
+  }
+
+  /** Replaces the defaults of the runs made with one API key (null clears them). */
+  async setKeyRunDefaults(id: string, defaults: RunDefaults | null): Promise<ApiKeyView> {
+    const key = await this.tenants.setKeyRunDefaults(id, defaults);
+    if (!key) throw AppError.notFound('api key', id);
+    return key;
   }
 
   async listKeys(tenantId: string): Promise<ApiKeyView[]> {

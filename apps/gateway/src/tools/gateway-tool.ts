@@ -20,6 +20,8 @@ export type GatewayToolResult = ToolResult & { executorId?: string };
 export interface GatewayTool {
   readonly definition: ToolDefinition & { runsIn: 'gateway' };
   execute(ctx: GatewayToolContext, args: Record<string, unknown>): Promise<GatewayToolResult>;
+  /** Why the tool cannot run on this deployment (a provider not configured, say); undefined when it can. */
+  unavailableReason?(): string | undefined;
 }
 
 /** Nest token for the list of gateway tools the ToolRegistry registers. */

@@ -14,6 +14,9 @@ export interface ToolManifestEntry {
   parameters: Record<string, unknown>;
   mutating: boolean;
   toolsets: string[];
+  /** False when the tool cannot run on this deployment; `unavailable_reason` says why. */
+  available: boolean;
+  unavailable_reason?: string;
 }
 
 /** Every tool this gateway can offer, and the named toolsets over them. */
@@ -45,6 +48,11 @@ export class ToolRegistry {
     this.schemas.set(tool.name, schema);
   }
 
+  /** Why a registered tool cannot run on this deployment, or undefined when it can. */
+  unavailableReason(name: string): string | undefined {
+    return this.gatewayTools.get(name)?.unavailableReason?.();
+  }
+
   get(name: string): ToolDefinition | undefined {
     return this.tools.get(name);
   }
@@ -72,6 +80,11 @@ export class ToolRegistry {
         parameters: this.schemas.get(t.name) ?? {},
         mutating: t.mutating,
         toolsets: [...t.toolsets, ...(t.toolsets.length > 0 ? ['default'] : []), 'all'],
+        ...availability(this.unavailableReason(t.name)),
       }));
   }
+}
+
+function availability(reason: string | undefined): { available: boolean; unavailable_reason?: string } {
+  return reason === undefined ? { available: true } : { available: false, unavailable_reason: reason };
 }

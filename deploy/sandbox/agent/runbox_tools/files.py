@@ -2,16 +2,9 @@
 
 Design
 ------
-Containment. Every path is resolved by walking it one component at a time from an open
-descriptor of the workspace root (RUNBOX_WORKSPACE, read at call time), opening each
-directory with O_NOFOLLOW|O_DIRECTORY relative to its parent (openat-style). Symlinks are
-never followed by the kernel: the walker reads the link and splices its target into the
-walk itself, so an absolute or `..` target that leaves the workspace is refused before
-anything is opened outside. The walk ends with an open descriptor of the parent directory
-and a final name that is opened, again relative and with O_NOFOLLOW, so a symlink swapped
-in between check and use fails instead of being followed. Writes go to a temp file in that
-same directory and are renamed over the name; a rename replaces a link, never writes
-through it. Nothing here calls chdir: requests run concurrently in threads.
+Containment. Every path is resolved by containment.py (its own module, with its own
+tests): a walk from the workspace root that never lets the kernel follow a symlink, and
+writes that rename a temp file over the name, so no tool can reach outside the workspace.
 
 Text fidelity. read_file returns the file's bytes decoded as UTF-8 with surrogateescape,
 which the server re-encodes the same way, so tabs, CRLF, lone CR and even invalid UTF-8
@@ -28,39 +21,26 @@ at a line/entry boundary before that (with a continuation note) so the cut never
 inside a line the model might copy.
 """
 import base64
-import collections
-import errno
 import os
-import re
-import secrets
 import stat
 import struct
 import threading
 import time
-import zlib
 
+from .containment import DIR_FLAGS, atomic_write, open_regular, resolve, resolve_existing_file, resolve_file
+from . import pdf
 from .registry import OPS, ToolError
 
-DEFAULT_WORKSPACE = "/workspace"
-MAX_PATH_BYTES = 4096
-MAX_NAME_BYTES = 255
-MAX_SYMLINK_HOPS = 40
 DEFAULT_OUTPUT_BUDGET = 30000  # the server's default max_output_chars
 
 READ_CAP_BYTES = 400 * 1024
 DEFAULT_READ_LIMIT = 2000
 BINARY_SNIFF_BYTES = 8192
 EDIT_MAX_BYTES = 32 * 1024 * 1024
-PDF_MAX_BYTES = 64 * 1024 * 1024
-PDF_MAX_PAGES_PER_CALL = 20
 READ_BYTES_DEFAULT = 8 * 1024 * 1024
 READ_BYTES_MAX = 64 * 1024 * 1024
 LIST_MAX_COUNTED = 100000
 DEFAULT_SEARCH_TIMEOUT = 20.0
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK so opening a FIFO someone left in the workspace cannot hang the thread.
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 _REQUIRED = object()
 
@@ -134,270 +114,6 @@ def result(output, **metadata):
     return {"output": output, "metadata": metadata, "is_error": False}
 
 
-# --------------------------------------------------------------------------- containment
-
-def workspace_root():
-    return os.path.abspath(os.environ.get("RUNBOX_WORKSPACE") or DEFAULT_WORKSPACE)
-
-
-def split_components(text):
-    """'a//b/./c/..' -> ['a', 'b', 'c', '..']: lexical only; '..' is left to the walk."""
-    return [c for c in text.split("/") if c not in ("", ".")]
-
-
-def _outside(path, why=""):
-    msg = "path %r is outside the workspace %s" % (path, workspace_root())
-    return ToolError(msg + (": " + why if why else "") + "; only paths inside the workspace can be used",
-                     code="path_outside_workspace", path=path)
-
-
-def _invalid(path, why):
-    return ToolError("invalid path %r: %s" % (path, why), code="invalid_path", path=path)
-
-
-def check_path_text(path):
-    if "\x00" in path:
-        raise _invalid(path, "it contains a NUL byte")
-    try:
-        raw = os.fsencode(path)
-    except UnicodeError:
-        raise _invalid(path, "it is not valid UTF-8")
-    if len(raw) > MAX_PATH_BYTES:
-        raise _invalid(path[:80] + "…", "it is %d bytes long (limit %d)" % (len(raw), MAX_PATH_BYTES))
-    for comp in path.split("/"):
-        if len(os.fsencode(comp)) > MAX_NAME_BYTES:
-            raise _invalid(path[:80] + "…", "a name in it is longer than %d bytes" % MAX_NAME_BYTES)
-
-
-def workspace_components(path, root, label=None):
-    """Components of `path` relative to the workspace root; absolute paths must lie inside it."""
-    if not path.startswith("/"):
-        return split_components(path)
-    comps = split_components(path)
-    for base in (root, os.path.realpath(root)):
-        base_comps = split_components(base)
-        if comps[:len(base_comps)] == base_comps:
-            return comps[len(base_comps):]
-    raise _outside(label or path)
-
-
-def display_path(path):
-    """The path as given, relative to the workspace (lexically tidied), for headers and errors."""
-    try:
-        comps = workspace_components(path, workspace_root())
-    except ToolError:
-        comps = split_components(path)
-    return "/".join(comps) or "."
-
-
-def join_display(base, rel):
-    if not rel:
-        return base
-    return rel if base in ("", ".") else base.rstrip("/") + "/" + rel
-
-
-class Resolved:
-    """Where a path led. Holds open directory descriptors: use as a context manager.
-
-    kind is "dir" (the path is a directory: dir_fd is it), "file" (any non-directory:
-    `name` inside dir_fd) or "missing" (`name` does not exist inside dir_fd).
-    """
-
-    def __init__(self, given):
-        self.given = given
-        self.display = display_path(given)
-        self.fds = []
-        self.parts = []  # canonical components below the root, symlinks resolved
-        self.name = None
-        self.kind = None
-
-    @property
-    def dir_fd(self):
-        return self.fds[-1]
-
-    @property
-    def canonical(self):
-        return "/".join(self.parts + ([self.name] if self.name else [])) or "."
-
-    def close(self):
-        while self.fds:
-            os.close(self.fds.pop())
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _open_root(root):
-    try:
-        return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as e:
-        raise ToolError("the workspace %s is not available: %s" % (root, e.strerror), code="workspace_unavailable")
-
-
-def resolve(path, make_dirs=False):
-    """Walk `path` inside the workspace without letting the kernel follow any symlink.
-
-    make_dirs creates missing intermediate directories (write_file). Raises ToolError
-    for anything that would leave the workspace, dangling links, loops and bad names.
-    """
-    check_path_text(path)
-    root = workspace_root()
-    pending = collections.deque((c, None) for c in workspace_components(path, root))
-    r = Resolved(path)
-    r.fds.append(_open_root(root))
-    try:
-        _walk(r, pending, root, make_dirs)
-    except BaseException:
-        r.close()
-        raise
-    return r
-
-
-def _walk(r, pending, root, make_dirs):
-    hops = 0
-    while pending:
-        comp, link = pending.popleft()  # link: the symlink whose target produced comp
-        if comp == "..":
-            if not r.parts:
-                raise _outside(r.given, "'..' leads above the workspace root" if link is None
-                               else "symbolic link %s points above the workspace root" % link)
-            os.close(r.fds.pop())
-            r.parts.pop()
-            continue
-        if len(os.fsencode(comp)) > MAX_NAME_BYTES:
-            raise _invalid(r.given, "a name in it is longer than %d bytes" % MAX_NAME_BYTES)
-        here = "/".join(r.parts + [comp])
-        try:
-            st = os.stat(comp, dir_fd=r.dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            if link is not None:
-                raise _invalid(r.given, "symbolic link %s is dangling (its target does not exist)" % link)
-            if pending and make_dirs:
-                _mkdir(r, comp)
-                pending.appendleft((comp, None))
-                continue
-            if pending:
-                raise ToolError("not found: %s (no such directory: %s)" % (r.display, here), code="not_found",
-                                path=r.display)
-            r.name, r.kind = comp, "missing"
-            return
-        except PermissionError:
-            raise ToolError("permission denied: %s (at %s)" % (r.display, here), code="permission_denied")
-        if stat.S_ISLNK(st.st_mode):
-            hops += 1
-            if hops > MAX_SYMLINK_HOPS:
-                raise _invalid(r.given, "too many levels of symbolic links (a loop?)")
-            try:
-                target = os.readlink(comp, dir_fd=r.dir_fd)
-            except OSError as e:
-                if e.errno not in (errno.ENOENT, errno.EINVAL):
-                    raise
-                pending.appendleft((comp, link))  # replaced since the stat: look again (hops bound this)
-                continue
-            _splice_link(r, pending, target, here, root)
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            _enter_dir(r, comp, here)
-            continue
-        if pending:
-            raise ToolError("not a directory: %s (%s is a file)" % (r.display, here), code="not_a_directory")
-        r.name, r.kind = comp, "file"
-        return
-    r.kind = "dir"
-
-
-def _splice_link(r, pending, target, here, root):
-    label = "%s -> %s" % (here, target)
-    if "\x00" in target or not target:
-        raise _invalid(r.given, "symbolic link %s has an unusable target" % label)
-    if target.startswith("/"):
-        try:
-            comps = workspace_components(target, root, label=r.given)
-        except ToolError:
-            raise _outside(r.given, "symbolic link %s points outside the workspace" % label)
-        while len(r.fds) > 1:  # an absolute target restarts from the root
-            os.close(r.fds.pop())
-        del r.parts[:]
-    else:
-        comps = split_components(target)
-    pending.extendleft((c, label) for c in reversed(comps))
-
-
-def _enter_dir(r, comp, here):
-    try:
-        fd = os.open(comp, _DIR_FLAGS, dir_fd=r.dir_fd)
-    except PermissionError:
-        raise ToolError("permission denied: %s (at %s)" % (r.display, here), code="permission_denied")
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
-            raise _invalid(r.given, "%s changed while it was being resolved; try again" % here)
-        raise
-    r.fds.append(fd)
-    r.parts.append(comp)
-
-
-def _mkdir(r, comp):
-    try:
-        os.mkdir(comp, 0o777, dir_fd=r.dir_fd)
-    except FileExistsError:
-        pass  # made concurrently: the retry in _walk inspects whatever is there now
-    except PermissionError:
-        raise ToolError("permission denied creating directory %s" % "/".join(r.parts + [comp]),
-                        code="permission_denied")
-
-
-def open_final(r, flags=_READ_FLAGS, mode=0o666):
-    """Open the resolved final name; O_NOFOLLOW makes a symlink swapped in since the walk fail."""
-    try:
-        return os.open(r.name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=r.dir_fd)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise _invalid(r.given, "it became a symbolic link while being opened; not following it")
-        if e.errno == errno.ENOENT:
-            raise ToolError("not found: %s" % r.display, code="not_found", path=r.display)
-        if e.errno in (errno.EACCES, errno.EPERM):
-            raise ToolError("permission denied: %s" % r.display, code="permission_denied", path=r.display)
-        raise ToolError("cannot open %s: %s" % (r.display, e.strerror), code="io_error", path=r.display)
-
-
-def resolve_file(path):
-    """Resolve a path that must name an existing file (not yet opened)."""
-    r = resolve(path)
-    if r.kind == "missing":
-        r.close()
-        raise ToolError("not found: %s (no such file)" % r.display, code="not_found", path=r.display)
-    if r.kind == "dir":
-        r.close()
-        raise ToolError("%s is a directory, not a file; use list_files to see its entries" % r.display,
-                        code="is_a_directory", path=r.display)
-    return r
-
-
-def open_regular(r):
-    """Open the resolved file for reading; refuse devices, FIFOs and sockets. Returns (fd, stat)."""
-    fd = open_final(r)
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ToolError("%s is not a regular file (a device, FIFO or socket)" % r.display,
-                        code="not_a_regular_file", path=r.display)
-    return fd, st
-
-
-def resolve_existing_file(path):
-    """Resolve and open a regular file for reading. Returns (Resolved, fd, stat)."""
-    r = resolve_file(path)
-    try:
-        fd, st = open_regular(r)
-    except BaseException:
-        r.close()
-        raise
-    return r, fd, st
-
-
 def read_up_to(fd, limit):
     chunks, total = [], 0
     while total < limit:
@@ -423,7 +139,7 @@ def read_file(args, request_id=None):
             head = os.pread(fd, 64, 0)
             kind = _sniff(head)
             if kind == "pdf":
-                return _read_pdf(r.display, read_up_to(fd, PDF_MAX_BYTES + 1), pages)
+                return pdf.read_pdf(r.display, fd, st.st_size, pages, bad_arg, result)
             if kind:
                 return _read_image(r.display, kind, read_up_to(fd, READ_CAP_BYTES), st.st_size)
             data = read_up_to(fd, READ_CAP_BYTES + 1)
@@ -584,274 +300,6 @@ def _read_image(display, kind, data, size):
     return result(out, **meta)
 
 
-# --------------------------------------------------------------------------- PDF
-
-def _read_pdf(display, data, pages_arg):
-    if len(data) > PDF_MAX_BYTES:
-        raise ToolError("%s is larger than %d MB; PDF text extraction is limited to that size" % (
-            display, PDF_MAX_BYTES >> 20), code="file_too_large", path=display)
-    doc = PdfText(data)
-    count = len(doc.pages)
-    if count == 0:
-        raise ToolError("%s: no pages could be found in this PDF (damaged or an unsupported structure)" % display,
-                        code="pdf_unreadable", path=display)
-    wanted, clipped = _page_selection(pages_arg, count)
-    chunks, empty = [], []
-    for n in wanted:
-        text = doc.page_text(n - 1).strip()
-        if not text:
-            empty.append(n)
-            text = "(no extractable text on this page: it may be scanned or use an unsupported font encoding)"
-        chunks.append("--- page %d ---\n%s" % (n, text))
-    header = "%s — PDF, pages %s of %d" % (display, _ranges_text(wanted), count)
-    out = header + "\n\n" + "\n\n".join(chunks)
-    if doc.encrypted:
-        out += "\n… this PDF is encrypted; its text could not be decoded"
-    if clipped:
-        out += "\n… %d more pages (use pages=\"%d-%d\" to continue)" % (
-            clipped, wanted[-1] + 1, min(count, wanted[-1] + PDF_MAX_PAGES_PER_CALL))
-    return result(out, path=display, kind="pdf", total_pages=count, pages=wanted, pages_without_text=empty)
-
-
-def _page_selection(pages_arg, count):
-    """Parse "1-3,5" into page numbers; at most PDF_MAX_PAGES_PER_CALL per call."""
-    if pages_arg is None or not pages_arg.strip():
-        wanted = list(range(1, count + 1))
-    else:
-        wanted = []
-        for piece in pages_arg.split(","):
-            m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?", piece)
-            if not m:
-                raise bad_arg("pages", 'must look like "3", "1-5" or "1-3,7", got %r' % pages_arg)
-            lo = int(m.group(1))
-            hi = lo if m.group(2) is None else (int(m.group(2)) if m.group(2) else count)
-            if lo < 1 or hi < lo:
-                raise bad_arg("pages", "has an empty or invalid range %r" % piece.strip())
-            wanted.extend(n for n in range(lo, hi + 1) if n not in wanted)
-        if not wanted or wanted[0] > count:
-            raise ToolError("pages %r is past the end of the document, which has %d pages" % (pages_arg, count),
-                            code="offset_out_of_range")
-        wanted = [n for n in wanted if n <= count]
-    clipped = max(0, len(wanted) - PDF_MAX_PAGES_PER_CALL)
-    return wanted[:PDF_MAX_PAGES_PER_CALL], clipped
-
-
-def _ranges_text(nums):
-    spans, start = [], None
-    for i, n in enumerate(nums):
-        if start is None:
-            start = n
-        if i + 1 == len(nums) or nums[i + 1] != n + 1:
-            spans.append(str(start) if start == n else "%d-%d" % (start, n))
-            start = None
-    return ",".join(spans)
-
-
-class PdfText:
-    """A best-effort PDF text extractor: enough for text PDFs written by common tools.
-
-    Reads objects (also those packed in object streams), walks the page tree, inflates
-    FlateDecode content streams and collects the strings of the Tj, TJ, ' and " operators.
-    Fonts with custom CID encodings come out as whatever bytes they hold.
-    """
-
-    _OBJ = re.compile(rb"(\d+)\s+(\d+)\s+obj\b")
-    _REF = re.compile(rb"(\d+)\s+\d+\s+R\b")
-
-    def __init__(self, data):
-        self.data = data
-        self.objects = {}  # number -> (dictionary bytes, stream bytes or None)
-        self._scan_objects()
-        self._unpack_object_streams()
-        self.encrypted = b"/Encrypt" in data[-4096:] or any(b"/Encrypt" in d for d, _ in self._trailers())
-        self.pages = self._page_list()
-
-    def _scan_objects(self):
-        data = self.data
-        pos = 0
-        while True:
-            m = self._OBJ.search(data, pos)
-            if not m:
-                return
-            body_start = m.end()
-            end = data.find(b"endobj", body_start)
-            if end < 0:
-                end = len(data)
-            body, stream, pos = data[body_start:end], None, end + 6
-            s = re.search(rb"stream\r?\n", body)
-            if s:
-                dictionary = body[:s.start()]
-                stream, pos = self._stream_bytes(dictionary, body_start + s.end())
-                body = dictionary
-            self.objects[int(m.group(1))] = (body, stream)
-            pos = max(pos, body_start)  # always move forward, whatever a damaged file says
-
-    def _stream_bytes(self, dictionary, start):
-        data = self.data
-        m = re.search(rb"/Length\s+(\d+)(\s+\d+\s+R)?", dictionary)
-        if m and not m.group(2):
-            length = int(m.group(1))
-            tail = data[start + length:start + length + 20]
-            if tail.lstrip(b"\r\n ").startswith(b"endstream"):
-                end = start + length
-                return data[start:end], data.find(b"endobj", end) + 6
-        end = data.find(b"endstream", start)
-        if end < 0:
-            end = len(data)
-        stream = data[start:end]
-        if stream.endswith(b"\r\n"):
-            stream = stream[:-2]
-        elif stream.endswith(b"\n") or stream.endswith(b"\r"):
-            stream = stream[:-1]
-        after = data.find(b"endobj", end)
-        return stream, (after + 6 if after >= 0 else len(data))
-
-    def _unpack_object_streams(self):
-        for body, stream in list(self.objects.values()):
-            if stream is None or not re.search(rb"/Type\s*/ObjStm", body):
-                continue
-            raw = self.decode_stream(body, stream)
-            n = re.search(rb"/N\s+(\d+)", body)
-            first = re.search(rb"/First\s+(\d+)", body)
-            if raw is None or not n or not first:
-                continue
-            nums = [int(x) for x in raw[:int(first.group(1))].split()]
-            pairs = list(zip(nums[0::2], nums[1::2]))[:int(n.group(1))]
-            base = int(first.group(1))
-            for i, (num, off) in enumerate(pairs):
-                end = base + pairs[i + 1][1] if i + 1 < len(pairs) else len(raw)
-                self.objects.setdefault(num, (raw[base + off:end], None))
-
-    def decode_stream(self, dictionary, stream):
-        filters = re.findall(rb"/(\w+Decode)\b", dictionary)
-        data = stream
-        for name in filters:
-            if name != b"FlateDecode":
-                return None  # image and exotic filters carry no text we can read
-            try:
-                data = zlib.decompressobj().decompress(data)
-            except zlib.error:
-                return None
-        return data
-
-    def _trailers(self):
-        for m in re.finditer(rb"trailer\s*(<<.*?>>)", self.data, re.S):
-            yield m.group(1), None
-        for body, stream in self.objects.values():
-            if stream is not None and re.search(rb"/Type\s*/XRef", body):
-                yield body, None
-
-    def _ref(self, text, key):
-        m = re.search(rb"/" + key + rb"\s+(\d+)\s+\d+\s+R", text)
-        return int(m.group(1)) if m else None
-
-    def _page_list(self):
-        root = None
-        for trailer, _ in self._trailers():
-            root = self._ref(trailer, b"Root") or root
-        pages = []
-        catalog = self.objects.get(root, (b"", None))[0] if root else b""
-        top = self._ref(catalog, b"Pages")
-        if top is not None:
-            self._collect_pages(top, pages, set())
-        if not pages:  # no usable page tree: fall back to page objects in number order
-            pages = sorted(n for n, (body, _) in self.objects.items() if re.search(rb"/Type\s*/Page(?![a-zA-Z])", body))
-        return pages
-
-    def _collect_pages(self, num, pages, seen):
-        if num in seen or num not in self.objects or len(seen) > 100000:
-            return
-        seen.add(num)
-        body = self.objects[num][0]
-        kids = re.search(rb"/Kids\s*\[(.*?)\]", body, re.S)
-        if kids and not re.search(rb"/Type\s*/Page(?![a-zA-Z])", body):
-            for ref in self._REF.finditer(kids.group(1)):
-                self._collect_pages(int(ref.group(1)), pages, seen)
-        elif re.search(rb"/Type\s*/Page(?![a-zA-Z])", body):
-            pages.append(num)
-
-    def page_text(self, index):
-        body = self.objects[self.pages[index]][0]
-        m = re.search(rb"/Contents\s*(\[(.*?)\]|(\d+)\s+\d+\s+R)", body, re.S)
-        if not m:
-            return ""
-        refs = [int(x) for x in self._REF.findall(m.group(2))] if m.group(2) is not None else [int(m.group(3))]
-        content = b""
-        for ref in refs:
-            dictionary, stream = self.objects.get(ref, (b"", None))
-            decoded = self.decode_stream(dictionary, stream) if stream is not None else None
-            if decoded:
-                content += decoded + b"\n"
-        return content_text(content)
-
-
-_PDF_TOKEN = re.compile(rb"\((?:\\.|[^\\()]|\((?:\\.|[^\\()])*\))*\)|<[0-9A-Fa-f\s]*>|\[|\]|/[^\s/\[\]()<>{}%]*"
-                        rb"|[-+]?(?:\d+\.?\d*|\.\d+)|[A-Za-z'\"*]+|<<|>>|%[^\r\n]*", re.S)
-_PDF_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f"}
-
-
-def _pdf_string(token):
-    if token.startswith(b"<"):
-        hexdigits = re.sub(rb"\s", b"", token[1:-1])
-        raw = bytes.fromhex((hexdigits + b"0" * (len(hexdigits) % 2)).decode())
-    else:
-        raw = re.sub(rb"\\([0-7]{1,3}|\r\n|.)", _unescape, token[1:-1], flags=re.S)
-    if raw.startswith(b"\xfe\xff"):
-        return raw[2:].decode("utf-16-be", "replace")
-    return raw.decode("latin-1")
-
-
-def _unescape(m):
-    s = m.group(1)
-    if s[:1].isdigit():
-        return bytes([int(s, 8) & 0xFF])
-    if s in (b"\n", b"\r", b"\r\n"):
-        return b""  # a backslash at the end of a line continues the string
-    return _PDF_ESCAPES.get(s, s)
-
-
-def content_text(content):
-    """Text shown by a page content stream, with line breaks where the text moves down."""
-    out, operands = [], []
-    for m in _PDF_TOKEN.finditer(content):
-        tok = m.group(0)
-        if tok[:1] in b"(<" and tok != b"<<":
-            operands.append(_pdf_string(tok))
-        elif tok == b"[":
-            operands.append("[")
-        elif tok == b"]":
-            items = []
-            while operands and operands[-1] != "[":
-                items.append(operands.pop())
-            if operands:
-                operands.pop()
-            operands.append(list(reversed(items)))
-        elif tok[:1].isalpha() or tok in (b"'", b'"', b"T*"):
-            _pdf_operator(tok, operands, out)
-            operands = []
-        elif tok[:1] in b"-+.0123456789":
-            operands.append(float(tok))
-    return re.sub(r"[ \t]+\n", "\n", "".join(out))
-
-
-def _pdf_operator(op, operands, out):
-    strings = [o for o in operands if isinstance(o, str) and o != "["]
-    if op == b"Tj" and strings:
-        out.append(strings[-1])
-    elif op in (b"'", b'"') and strings:
-        out.append("\n" + strings[-1])
-    elif op == b"TJ" and operands and isinstance(operands[-1], list):
-        for item in operands[-1]:
-            if isinstance(item, str):
-                out.append(item)
-            elif isinstance(item, float) and item < -250:
-                out.append(" ")  # a large negative kern is how many producers write a space
-    elif op in (b"T*", b"ET"):
-        out.append("\n")
-    elif op in (b"Td", b"TD") and len(operands) >= 2 and isinstance(operands[-1], float):
-        out.append("\n" if operands[-1] != 0 else " ")
-
-
 # --------------------------------------------------------------------------- read_bytes
 
 @OPS.register("read_bytes")
@@ -880,34 +328,6 @@ def _lock_for(r):
     """Serialise writers of one file (dir inode + name) so concurrent edits cannot lose updates."""
     st = os.fstat(r.dir_fd)
     return _WRITE_LOCKS[hash((st.st_dev, st.st_ino, r.name)) % len(_WRITE_LOCKS)]
-
-
-def atomic_write(r, data, mode=None):
-    """Write `data` to a temp file beside r.name and rename it over the name.
-
-    rename(2) replaces whatever entry is there, a symlink included, so the write can never
-    land outside the directory the walk vetted.
-    """
-    tmp = ".%s.runbox-%s.tmp" % (r.name[:40], secrets.token_hex(4))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=r.dir_fd)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if mode is not None:
-                os.fchmod(fd, stat.S_IMODE(mode))
-        finally:
-            os.close(fd)
-        os.rename(tmp, r.name, src_dir_fd=r.dir_fd, dst_dir_fd=r.dir_fd)
-    except BaseException as e:
-        try:
-            os.unlink(tmp, dir_fd=r.dir_fd)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise ToolError("could not write %s: %s" % (r.display, e.strerror), code="io_error", path=r.display)
-        raise
 
 
 def _existing(r):
@@ -1058,7 +478,7 @@ def _walk_listing(fd, prefix, recursive, deadline, state):
             state["deadline"] = True
             return
         try:
-            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            sub = os.open(name, DIR_FLAGS, dir_fd=fd)
         except OSError as e:
             yield "… %s/ could not be opened (%s)" % (rel, e.strerror)
             continue
@@ -1108,4 +528,5 @@ def _list_result(display, shown, counted, state, recursive):
     if state.get("deadline"):
         out += "\n… listing stopped at the %g s deadline; the list is incomplete" % search_timeout()
     return result(out, path=display, recursive=recursive, count=len(shown),
-                  total=None if at_least else counted, truncated=bool(hidden or at_least))
+                  total=None if at_least else counted, truncated=bool(hidden or at_least),
+                  partial=bool(state.get("deadline")))

@@ -2,7 +2,7 @@
 
 Design
 ------
-Both resolve their `path` with the race-free walker in files.py and search from the open
+Both resolve their `path` with the race-free walker in containment.py and search from the open
 directory descriptor it yields, so a search can never start outside the workspace:
 glob walks with scandir/openat and never follows symlinks; grep runs `rg` with its
 working directory set to /proc/self/fd/<fd> (the vetted directory itself, not a path
@@ -16,6 +16,7 @@ or the rg process; what was found by then is returned as an explicitly partial p
 finding nothing by then is an error suggesting a narrower search.
 """
 import base64
+import codecs
 import hashlib
 import json
 import os
@@ -27,16 +28,19 @@ import threading
 import time
 
 from .registry import OPS, ToolError
-from .files import (
-    arg_bool, arg_int, arg_str, bad_arg, check_path_text, display_path, join_display, open_regular,
-    output_budget, read_up_to, resolve, resolve_existing_file, result, search_timeout, split_components,
+from .containment import (
+    check_path_text, display_path, join_display, open_regular, resolve, resolve_existing_file, split_components,
     workspace_components, workspace_root,
 )
+from .files import arg_bool, arg_int, arg_str, bad_arg, output_budget, read_up_to, result, search_timeout
 
 GLOB_DEFAULT_LIMIT = 100
 GREP_DEFAULT_LIMIT = 250
 MAX_COLLECTED = 200000  # results kept before a search stops and reports "at least"
 GREP_MAX_FILESIZE = 8 * 1024 * 1024
+# A folder search takes files up to this size first and the bigger ones after (RgRun._search_folder).
+SMALL_FIRST_BYTES = 1024 * 1024
+BIG_FILES_PER_RUN = 500  # paths per rg command line in the second pass
 GREP_LINE_CHARS = 2000  # a content line longer than this is shown as a window around the match
 FOOTER_LIST_MAX = 20
 RG_COMMAND = ["rg"]  # tests swap this for a fake to exercise deadlines
@@ -365,13 +369,17 @@ def _glob_walk(root_fd, matcher, base_display):
     deadline = _clock() + search_timeout()
     found, partial, capped = [], False, False
     stack = [(os.dup(root_fd), "", matcher.start)]
+    first = True
     try:
         while stack:
             fd, rel, states = stack.pop()
             try:
-                if _clock() > deadline:
+                # The base folder is always read, so a deadline shorter than one folder's
+                # scan still shows what lies directly in it.
+                if not first and _clock() > deadline:
                     partial = True
                     break
+                first = False
                 capped = _glob_dir(fd, rel, states, matcher, base_display, found, stack)
                 if capped:
                     break
@@ -478,6 +486,21 @@ def _paths_on_page(pairs, args):
     return paths
 
 
+_UTF16_BOMS = ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def as_rg_reads_it(data):
+    """The bytes rg searched and reported lines of: it sniffs a byte-order mark (its default
+    `--encoding auto`), transcodes UTF-16 to UTF-8 and drops a UTF-8 BOM. Comparing its
+    report with the raw bytes of such a file would call every match a change."""
+    for bom, codec in _UTF16_BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(codec, "replace").encode("utf-8")
+    if data.startswith(codecs.BOM_UTF8):
+        return data[len(codecs.BOM_UTF8):]
+    return data
+
+
 def _digest(line):
     return hashlib.blake2b(line, digest_size=16).digest()
 
@@ -500,13 +523,17 @@ class RgRun:
         self.timed_out = self.capped = False
         self.summary_seen = False
         self._matched_lines = 0
+        self._big = None     # rg paths of files the small-files pass skipped, while it runs
         self._prefix, self._single = resolved.display, None
 
     # -- running
 
-    def command(self, target):
+    def command(self, targets, max_filesize="8M"):
         # Results are sorted here, so rg may search in parallel and report in any order.
-        cmd = list(RG_COMMAND) + ["--json", "--debug", "--no-config", "--hidden", "--binary", "--max-filesize", "8M"]
+        # --line-buffered: rg block-buffers its output when it is not a terminal, so what it had
+        # found when the deadline killed it would die in its buffer; each line is flushed instead.
+        cmd = list(RG_COMMAND) + ["--json", "--line-buffered", "--debug", "--no-config", "--hidden", "--binary",
+                                  "--max-filesize", max_filesize]
         if self.in_path_order:
             cmd += ["--sort", "path"]
         if self.case_insensitive:
@@ -515,12 +542,12 @@ class RgRun:
             cmd.append("--case-sensitive")
         if self.file_glob:
             cmd += ["--glob", self.file_glob]
-        cmd += ["--glob", "!.git", "--regexp", self.pattern, "--", target]
+        cmd += ["--glob", "!.git", "--regexp", self.pattern, "--"] + list(targets)
         return cmd
 
     def execute(self):
         if self.r.kind == "dir":
-            self._spawn_and_collect(self.r.dir_fd, ".")
+            self._search_folder()
             return
         fd, st = open_regular(self.r)
         try:
@@ -530,14 +557,30 @@ class RgRun:
                 return
             # rg reads the already-open file through its descriptor, so a swapped-in link is never followed.
             self._single = self.r.display
-            self._spawn_and_collect(self.r.dir_fd, "/proc/self/fd/%d" % fd, keep=fd)
+            self._spawn_and_collect(self.r.dir_fd, ["/proc/self/fd/%d" % fd], keep=fd)
         finally:
             os.close(fd)
 
-    def _spawn_and_collect(self, dir_fd, target, keep=None):
+    def _search_folder(self):
+        """Small files first, then the big ones rg skipped, so a deadline never strands them.
+
+        rg's threads take files in whatever order its walk queues them; a few slow big files
+        can occupy every thread while small matching files wait behind them, and the
+        deadline then finds nothing. The first pass searches files up to SMALL_FIRST_BYTES
+        (rg reports each bigger file it skips); the second searches those files by name.
+        """
+        self._big = []
+        self._spawn_and_collect(self.r.dir_fd, ["."], max_filesize=str(SMALL_FIRST_BYTES))
+        pending = self._big
+        while pending and not (self.timed_out or self.capped or self.fatal):
+            chunk, pending = pending[:BIG_FILES_PER_RUN], pending[BIG_FILES_PER_RUN:]
+            self._big = None  # the second pass skips nothing it should come back to
+            self._spawn_and_collect(self.r.dir_fd, chunk)
+
+    def _spawn_and_collect(self, dir_fd, targets, keep=None, max_filesize="8M"):
         pass_fds = (dir_fd,) + ((keep,) if keep is not None else ())
         try:
-            proc = subprocess.Popen(self.command(target), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
+            proc = subprocess.Popen(self.command(targets, max_filesize), cwd="/proc/self/fd/%d" % dir_fd, pass_fds=pass_fds,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     start_new_session=True)
         except FileNotFoundError:
@@ -592,7 +635,9 @@ class RgRun:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             if line.startswith("DEBUG|"):
                 m = self._TOO_BIG.search(line)
-                if m:
+                if m and self._big is not None and int(m.group(2)) <= GREP_MAX_FILESIZE:
+                    self._big.append(m.group(1))  # over SMALL_FIRST_BYTES: searched in the second pass
+                elif m:
                     self.skipped.append((self._display(m.group(1)), "larger than 8 MB (%s bytes); not searched"
                                          % m.group(2)))
                 continue
@@ -701,7 +746,7 @@ class RgRun:
             return False
         try:
             with r:
-                lines = read_up_to(fd, GREP_MAX_FILESIZE + 1).split(b"\n")
+                lines = as_rg_reads_it(read_up_to(fd, GREP_MAX_FILESIZE + 1)).split(b"\n")
         finally:
             os.close(fd)
         return all(0 < n <= len(lines) and _digest(lines[n - 1].rstrip(b"\r")) == digest for n, _, digest in hits)

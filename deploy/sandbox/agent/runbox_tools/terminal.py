@@ -1,4 +1,4 @@
-"""The `terminal` op (a shell command in a persistent session) plus `cancel` and `job_status`.
+"""The `terminal` op (a shell command in a persistent session) plus `cancel`.
 
 Design, and why:
 
@@ -44,8 +44,8 @@ Design, and why:
 
 * Job directories are reclaimed 24 h after they finished, at startup and then hourly.
   A job whose status.json still says running but whose process is gone (the container
-  restarted) is marked `lost` first, so it is reclaimed a day later too. `job_status`
-  reads a job's status.json and the tail of its output.
+  restarted) is marked `lost` first, so it is reclaimed a day later too. The model follows
+  a job by reading its status.json and output files (the handle names them).
 
 * Where the agent is the container's PID 1 it inherits every orphaned process, so it
   reaps the zombies of terminal commands' children itself (see _reap_orphans).
@@ -380,7 +380,7 @@ def _new_job_id():
 
 
 def _write_json_atomic(path, data):
-    # Readers (the model's `cat`, job_status) must never see a half-written file.
+    # Readers (the model's `cat`, read_file) must never see a half-written file.
     tmp = "%s.%d.tmp" % (path, threading.get_ident())
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2)
@@ -567,21 +567,6 @@ def _read_head(path, cap):
                 break
             total += len(chunk)
     return head, total
-
-
-def _read_tail(path, cap):
-    """(last `cap` chars, bytes before them not shown)."""
-    try:
-        f = open(path, "rb")
-    except OSError:
-        return "", 0
-    with f:
-        size = f.seek(0, os.SEEK_END)
-        start = max(0, size - 4 * cap)  # 4 bytes per char at most in UTF-8
-        f.seek(start)
-        text = f.read().decode("utf-8", "replace")
-    tail = text[-cap:] if cap else ""
-    return tail, start + len(text[:len(text) - len(tail)].encode("utf-8"))
 
 
 def _split_budget(out_len, err_len, budget):
@@ -784,35 +769,6 @@ def _refresh(job_dir, job_id):
         except OSError:
             pass
     return status
-
-
-@OPS.register("job_status")
-def job_status(args, request_id=None):
-    job_id = args.get("job_id")
-    if not isinstance(job_id, str) or not JOB_ID_RE.match(job_id):
-        raise _invalid("job_id is required and must be a job id such as 20250101-120000-a1b2c3")
-    job_dir = os.path.join(_jobs_dir(), job_id)
-    status = _refresh(job_dir, job_id)
-    if status is None:
-        raise ToolError("unknown job %s: no %s/status.json (finished jobs are removed 24 h "
-                        "after they end; inline calls leave none)" % (job_id, job_dir),
-                        code="not_found", job_id=job_id)
-    limit = _output_limit(args)
-    lines = ["%s: %s" % (k, status[k]) for k in
-             ("status", "exit_code", "job_id", "pid", "started_at", "finished_at")
-             if status.get(k) is not None]
-    output = "\n".join(lines + _tails(job_dir, limit // 2))
-    return {"output": output, "metadata": dict(status, job_dir=job_dir), "is_error": False}
-
-
-def _tails(job_dir, cap):
-    parts = []
-    for name in ("stdout", "stderr"):
-        tail, skipped = _read_tail(os.path.join(job_dir, name + ".txt"), cap)
-        if tail or skipped:
-            note = "… %d earlier bytes not shown\n" % skipped if skipped else ""
-            parts.append("%s (tail):\n%s%s" % (name, note, tail.rstrip("\n")))
-    return parts
 
 
 # ---------------------------------------------------------------------------------------

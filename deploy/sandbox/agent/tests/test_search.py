@@ -9,7 +9,6 @@ second; glob's deadline is driven by a fake clock for the same reason. Containme
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -174,7 +173,8 @@ class GlobTest(SearchTest):
         self.put("t/d/f.txt")
         ticks = iter([0] + [100] * 1000)
         with mock.patch.object(search_module, "_clock", lambda: next(ticks)):
-            err = self.fail_with("search_timeout", "glob", pattern="**/*.txt")
+            # The base folder is always read; the deadline strikes before t/d, where the match is.
+            err = self.fail_with("search_timeout", "glob", pattern="**/*.txt", path="t")
         self.assertIn("narrow", str(err))
 
     def test_argument_errors(self):
@@ -374,6 +374,86 @@ class GrepTest(SearchTest):
         with patch, mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "0.5"}):
             err = self.fail_with("search_timeout", "grep", pattern="alpha")
         self.assertIn("narrow", str(err))
+
+
+class RealRgDeadlineTest(SearchTest):
+    """The real rg, killed at the deadline: what it had already found must not be lost."""
+
+    SLOW = r"(\b\w{1,10}\b\s){40}[0-9]"  # Unicode \b keeps rg off its fast engines: seconds per MB
+
+    def test_small_files_are_found_even_when_slow_big_files_hold_every_rg_thread(self):
+        names = ["s%02d.txt" % i for i in range(20)]
+        line = " ".join("w%d" % i for i in range(40)) + " 7\n"
+        for name in names:
+            self.put(name, "head\n" + line)
+        # 2.3 MB of non-ASCII words: seconds of CPU each for this pattern, and no match.
+        slow = ("grüße straße ünïcödé wörds ça één " * 200 + "\n").encode() * 300
+        for i in range(4):
+            self.put("zz/%d.txt" % i, slow)
+        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "3"}):
+            res = self.call("grep", pattern=self.SLOW, head_limit=0)
+        self.assertTrue(res["metadata"]["partial"], res["output"][-300:])
+        self.assertEqual(res["output"].split("\n\n")[0].split("\n"), names)
+        self.assertIn("partial results, 20 found so far", res["output"])
+
+    def test_big_files_are_searched_after_the_small_ones(self):
+        self.put("a.txt", "needle small\n")
+        self.put("big/b.txt", "x" * (search_module.SMALL_FIRST_BYTES + 10) + "\nneedle big\n")
+        self.put("huge.txt", "x" * (search_module.GREP_MAX_FILESIZE + 10) + "\nneedle huge\n")
+        res = self.call("grep", pattern="needle", output_mode="content")
+        self.assertEqual(res["output"].split("\n\n")[0].split("\n"), ["a.txt:1:needle small", "big/b.txt:2:needle big"])
+        self.assertIn("huge.txt: larger than 8 MB", res["output"])
+        self.assertFalse(res["metadata"]["partial"])
+
+
+class RealClockDeadlineTest(SearchTest):
+    """glob and recursive list_files on a tree too big for a 1 ms deadline: a marked partial answer."""
+
+    def setUp(self):
+        super().setUp()
+        self.put("top.txt", "t")
+        for i in range(1500):
+            self.put("tree/d%04d/f.txt" % i, "x")
+
+    def test_glob_returns_what_it_found_marked_partial(self):
+        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "0.001"}):
+            res = self.call("glob", pattern="**/*.txt", sort="path", head_limit=0)
+        self.assertTrue(res["metadata"]["partial"])
+        self.assertIsNone(res["metadata"]["total"])
+        found = res["output"].split("\n\n")[0].split("\n")
+        self.assertIn("top.txt", found)  # the base folder is always read
+        self.assertLess(len(found), 1501)
+        self.assertIn("partial results, %d found so far" % len(found), res["output"])
+
+    def test_recursive_list_files_returns_what_it_listed_marked_partial(self):
+        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "0.001"}):
+            res = self.call("list_files", recursive=True, max_output_chars=10 ** 7)
+        self.assertTrue(res["metadata"]["partial"])
+        self.assertIsNone(res["metadata"]["total"])
+        self.assertTrue(res["output"].startswith("top.txt\ntree/\n"), res["output"][:100])
+        self.assertLess(res["metadata"]["count"], 1 + 1 + 1500 * 2)
+        self.assertTrue(res["output"].endswith("… listing stopped at the 0.001 s deadline; the list is incomplete"))
+        complete = self.call("list_files", recursive=True, max_output_chars=10 ** 7)
+        self.assertFalse(complete["metadata"]["partial"])
+        self.assertEqual(complete["metadata"]["total"], 1 + 1 + 1500 * 2)
+
+
+class EncodingTest(SearchTest):
+    """rg decodes files with a byte-order mark; a folder search shows them like a single-file one."""
+
+    def test_utf16_and_utf8_bom_files_are_found_in_a_folder_search(self):
+        text = "first line\r\nnäive needle here\r\nlast\r\n"
+        self.put("docs/le.txt", b"\xff\xfe" + text.encode("utf-16-le"))
+        self.put("docs/be.txt", b"\xfe\xff" + text.encode("utf-16-be"))
+        self.put("docs/bom8.txt", b"\xef\xbb\xbf" + "needle on line one\n".encode())
+        self.put("docs/plain.txt", "plain needle\n")
+        res = self.call("grep", pattern="needle", path="docs", output_mode="content")
+        body = res["output"].split("\n\n")[0].split("\n")
+        self.assertEqual(body, ["docs/be.txt:2:näive needle here", "docs/bom8.txt:1:needle on line one",
+                                "docs/le.txt:2:näive needle here", "docs/plain.txt:1:plain needle"])
+        self.assertNotIn("changed while it was searched", res["output"])
+        single = self.call("grep", pattern="needle", path="docs/le.txt", output_mode="content")["output"]
+        self.assertEqual(single.split("\n\n")[0], "docs/le.txt:2:näive needle here")
 
 
 class SwappedLinkTest(SearchTest):
