@@ -47,7 +47,7 @@ function productionRegistry(): ToolRegistry {
     new SkillTool(unused),
   ];
   const registry = new ToolRegistry(gatewayTools);
-  new DelegateTaskTool(registry, unused as SubRuns).onModuleInit();
+  new DelegateTaskTool(registry, unused as SubRuns, unused).onModuleInit();
   return registry;
 }
 
