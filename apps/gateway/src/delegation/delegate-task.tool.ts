@@ -1,8 +1,8 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import { DELEGATE_TASK } from '../runs/run-tools';
 import { GatewayTool, GatewayToolContext, GatewayToolResult } from '../tools/gateway-tool';
-import { ToolRegistry, TOOLSET_NAMES } from '../tools/tool-registry';
+import { TOOLSET_NAMES } from '../tools/tool-registry';
 import { SubRuns } from './sub-runs';
 
 const parameters = z
@@ -30,13 +30,9 @@ type DelegateArgs = z.infer<typeof parameters>;
  * delegate_task: a sub-agent with a fresh context for a self-contained subtask; only its
  * final answer comes back. Its calls are judged one by one in its own run, so the call
  * itself does not mutate (TOOLS.md).
- *
- * Registered when the module starts rather than through GATEWAY_TOOLS: running a sub-run
- * needs the run loop, and the run loop needs the ToolRegistry, so injecting this tool into
- * the registry would be a cycle.
  */
 @Injectable()
-export class DelegateTaskTool implements GatewayTool, OnModuleInit {
+export class DelegateTaskTool implements GatewayTool {
   readonly definition = {
     name: DELEGATE_TASK,
     description:
@@ -50,14 +46,7 @@ export class DelegateTaskTool implements GatewayTool, OnModuleInit {
     drivesSubRun: true,
   };
 
-  constructor(
-    private readonly registry: ToolRegistry,
-    private readonly subRuns: SubRuns,
-  ) {}
-
-  onModuleInit(): void {
-    this.registry.registerGatewayTool(this);
-  }
+  constructor(private readonly subRuns: SubRuns) {}
 
   execute(ctx: GatewayToolContext, args: DelegateArgs): Promise<GatewayToolResult> {
     return this.subRuns.delegate(ctx, args);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
+import { ApiKeyRecord, ApiKeyStore } from '../auth/api-key-store';
 import { parseStoredLimits, TenantLimits } from '../quotas/tenant-limits';
 
 export interface TenantView {
@@ -18,17 +19,9 @@ export interface ApiKeyView {
   revokedAt: Date | null;
 }
 
-export interface ApiKeyRecord {
-  id: string;
-  tenantId: string;
-  prefix: string;
-  keyHash: string;
-  revoked: boolean;
-}
-
 /** Tenants and their API keys: deployment-wide data, read and written by the admin API and auth. */
 @Injectable()
-export class TenantsRepository {
+export class TenantsRepository implements ApiKeyStore {
   constructor(private readonly db: PrismaService) {}
 
   async create(name: string, limits: TenantLimits): Promise<TenantView | 'exists'> {

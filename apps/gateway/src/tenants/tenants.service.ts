@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { AuthService } from '../auth/auth.service';
-import { generateApiKey } from './api-key';
+import { generateApiKey } from '../auth/api-key';
 import { applyLimitsPatch, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
 import { ApiKeyView, TenantsRepository, TenantView } from './tenants.repository';
 

@@ -1,3 +1,4 @@
+import { Provider, Type } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { ToolDefinition } from './tool-definition';
 import type { ToolContext } from './tool-dispatcher';
@@ -22,8 +23,13 @@ export interface GatewayTool {
   execute(ctx: GatewayToolContext, args: Record<string, unknown>): Promise<GatewayToolResult>;
 }
 
-/** Nest token for the list of gateway tools the ToolRegistry registers. */
+/** Nest token under which each feature module contributes its gateway tools to the ToolRegistry. */
 export const GATEWAY_TOOLS = Symbol('GATEWAY_TOOLS');
+
+/** A feature module's gateway tools and its GATEWAY_TOOLS contribution of them, for its `providers`. */
+export function gatewayToolProviders(...tools: Array<Type<GatewayTool>>): Provider[] {
+  return [...tools, { provide: GATEWAY_TOOLS, inject: tools, useFactory: (...instances: GatewayTool[]) => instances }];
+}
 
 export function toolOutput(output: string, metadata: Record<string, unknown> = {}): GatewayToolResult {
   return { output, metadata, is_error: false };

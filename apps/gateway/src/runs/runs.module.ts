@@ -1,0 +1,41 @@
+import { Module } from '@nestjs/common';
+import { ModelsModule } from '../models/models.module';
+import { SessionsModule } from '../sessions/sessions.module';
+import { TenancyModule } from '../tenants/tenancy.module';
+import { ToolsModule } from '../tools/tools.module';
+import { RunControlService } from './run-control.service';
+import { RunDispatcher } from './run-dispatcher';
+import { RunEventsService } from './run-events.service';
+import { RunLoop } from './run-loop';
+import { RunQueue } from './run-queue';
+import { RunSupervisor } from './run-supervisor';
+import { RunToolSelection } from './run-tools';
+import { RunsController } from './runs.controller';
+import { RunsRepository } from './runs.repository';
+import { RunsService } from './runs.service';
+import { ToolCallRunner } from './tool-call-runner';
+import { ToolCallsRepository } from './tool-calls.repository';
+
+/**
+ * Runs: the /v1/runs API, the JetStream queue and its workers, the agent loop, tool calls
+ * with their approvals, and the sweep that repairs stranded runs.
+ */
+@Module({
+  imports: [TenancyModule, SessionsModule, ToolsModule, ModelsModule],
+  controllers: [RunsController],
+  providers: [
+    RunsRepository,
+    ToolCallsRepository,
+    RunEventsService,
+    RunDispatcher,
+    RunControlService,
+    RunToolSelection,
+    ToolCallRunner,
+    RunLoop,
+    RunQueue,
+    RunsService,
+    RunSupervisor,
+  ],
+  exports: [RunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunQueue],
+})
+export class RunsModule {}

@@ -1,0 +1,30 @@
+import { Module } from '@nestjs/common';
+import { AdminGuard } from '../auth/admin.guard';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyStore } from '../auth/api-key-store';
+import { AuthService } from '../auth/auth.service';
+import { QuotasRepository } from '../quotas/quotas.repository';
+import { QuotasService } from '../quotas/quotas.service';
+import { AdminController } from './admin.controller';
+import { TenantsRepository } from './tenants.repository';
+import { TenantsService } from './tenants.service';
+
+/**
+ * Tenants, their API keys and quotas: authentication (the guards every feature's
+ * controllers use), the admin API, and the quota checks runs and sessions are admitted by.
+ */
+@Module({
+  controllers: [AdminController],
+  providers: [
+    TenantsRepository,
+    { provide: ApiKeyStore, useExisting: TenantsRepository },
+    AuthService,
+    ApiKeyGuard,
+    AdminGuard,
+    TenantsService,
+    QuotasRepository,
+    QuotasService,
+  ],
+  exports: [AuthService, ApiKeyGuard, AdminGuard, QuotasService],
+})
+export class TenancyModule {}
