@@ -7,6 +7,7 @@ import { RunQueue } from '../runs/run-queue';
 import { DELEGATE_TASK, depthLimitReason, RunToolSelection } from '../runs/run-tools';
 import { isTerminal, NewEvent } from '../runs/run-tx';
 import { RunsRepository, RunView } from '../runs/runs.repository';
+import { SubRunsRepository } from '../runs/sub-runs.repository';
 import { ToolCallsRepository } from '../runs/tool-calls.repository';
 import { GatewayToolContext, GatewayToolResult, toolFailure, toolOutput } from '../tools/gateway-tool';
 import { ToolRegistry, ToolsetChoice } from '../tools/tool-registry';
@@ -31,6 +32,7 @@ export interface DelegateRequest {
 export class SubRuns {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly subRuns: SubRunsRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
     private readonly queue: RunQueue,
@@ -54,7 +56,7 @@ export class SubRuns {
       toolset: request.toolset ? this.registry.toolset(request.toolset) : undefined,
       tools: request.tools,
     });
-    const outcome = await this.runs.createSubRun(tenantId, {
+    const outcome = await this.subRuns.createSubRun(tenantId, {
       parent,
       parentCallId: ctx.toolCallId,
       input: request.task,
@@ -136,7 +138,7 @@ export class SubRuns {
       const waiting: string[] = [];
       for (const sub of await this.runs.activeDescendants(tenantId, run.id)) waiting.push(...(await this.toolCalls.awaiting(tenantId, sub.id)).map((c) => c.callId));
       const held: NewEvent = { type: 'run.requires_approval', data: { tool_call_ids: waiting, subrun_id: below } };
-      this.events.announce(run.id, await this.runs.holdForSubRun(tenantId, run.id, approvals, held));
+      this.events.announce(run.id, await this.subRuns.holdForSubRun(tenantId, run.id, approvals, held));
       below = run.id;
       run = run.parentRunId ? await this.runs.find(tenantId, run.parentRunId) : null;
     }
@@ -147,7 +149,7 @@ export class SubRuns {
     let run: RunView | null = parent;
     let below = resumedSubRunId;
     while (run) {
-      const seqs = await this.runs.releaseFromSubRun(run.tenantId, run.id, [{ type: 'run.resumed', data: { reason: 'approval', subrun_id: below } }]);
+      const seqs = await this.subRuns.releaseFromSubRun(run.tenantId, run.id, [{ type: 'run.resumed', data: { reason: 'approval', subrun_id: below } }]);
       this.events.announce(run.id, seqs);
       below = run.id;
       run = run.parentRunId ? await this.runs.find(run.tenantId, run.parentRunId) : null;

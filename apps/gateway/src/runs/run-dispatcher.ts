@@ -1,12 +1,11 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { RUN_CONSUMER, RUN_QUEUE_SUBJECT, RUN_STREAM, runQueuedSchema } from '@app/contracts';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { jsonCodec, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
-import { AckPolicy, JSONCodec, RetentionPolicy, StorageType } from 'nats';
+import { AckPolicy, RetentionPolicy, StorageType } from 'nats';
+import { RunLeasesRepository } from './run-leases.repository';
 import { RunsRepository } from './runs.repository';
-
-const codec = JSONCodec<unknown>();
 
 /**
  * Puts runs on the JetStream work queue: new runs, runs to resume after an approval, the
@@ -20,6 +19,7 @@ export class RunDispatcher implements OnModuleInit {
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly runs: RunsRepository,
+    private readonly leases: RunLeasesRepository,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -31,13 +31,13 @@ export class RunDispatcher implements OnModuleInit {
    * a repeated publish is dropped; later ones (resumes) get their own ids.
    */
   async dispatch(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
-    if (reason !== 'created') await this.runs.markDispatched(tenantId, runId);
+    if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
     await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`);
   }
 
   /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */
   async redispatch(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
-    if (!(await this.runs.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
+    if (!(await this.leases.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
     await this.publish(tenantId, runId, `${runId}.stranded.${randomBytes(6).toString('hex')}`);
     return true;
   }
@@ -50,7 +50,7 @@ export class RunDispatcher implements OnModuleInit {
 
   private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
     const payload = runQueuedSchema.parse({ tenant_id: tenantId, run_id: runId });
-    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, codec.encode(payload), { msgID });
+    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, jsonCodec.encode(payload), { msgID });
   }
 
   /**

@@ -14,6 +14,7 @@ import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
 import { effectiveLimits } from './run-options';
 import { RunToolSelection } from './run-tools';
+import { RunMessagesRepository } from './run-messages.repository';
 import { RunsRepository, RunView } from './runs.repository';
 import { TextDeltaBuffer } from './text-delta-buffer';
 import { ToolCallRunner } from './tool-call-runner';
@@ -49,6 +50,7 @@ export interface ExecuteOptions {
 export class RunLoop {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly messages: RunMessagesRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly sessions: SessionsRepository,
     private readonly events: RunEventsService,
@@ -114,7 +116,7 @@ export class RunLoop {
     const { run } = ctx;
     for (;;) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      const answer = await this.runs.lastAnswer(run.tenantId, run.id);
+      const answer = await this.messages.lastAnswer(run.tenantId, run.id);
       if (answer && !answer.hasToolCalls) return this.complete(ctx, answer.content ?? '');
       const turn = answer ? await this.toolCalls.latestTurn(run.tenantId, run.id) : [];
       if (turn.some((c) => OPEN_CALL_STATUSES.includes(c.status))) {
@@ -155,7 +157,7 @@ export class RunLoop {
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
-    const messages = toModelMessages(await this.runs.history(run.tenantId, run));
+    const messages = toModelMessages(await this.messages.history(run.tenantId, run));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
       const deltas = new TextDeltaBuffer((text) => this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text } }));

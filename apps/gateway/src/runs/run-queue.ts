@@ -2,17 +2,15 @@ import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap }
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueuedSchema } from '@app/contracts';
 import { LOGGER } from '@app/logging';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { decodeJson, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import { ConsumerMessages, JSONCodec, JsMsg, Subscription } from 'nats';
+import { ConsumerMessages, JsMsg, Subscription } from 'nats';
 import type { Logger } from 'pino';
 import { RunAbort } from './run-abort';
 import { RunLoop, RunOutcome } from './run-loop';
-import { RunsRepository } from './runs.repository';
-
-const codec = JSONCodec<unknown>();
+import { RunLeasesRepository } from './run-leases.repository';
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
 export type InlineOutcome = RunOutcome | 'held';
@@ -41,7 +39,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly loop: RunLoop,
-    private readonly runs: RunsRepository,
+    private readonly runs: RunLeasesRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.free = config.RUNBOX_RUN_WORKERS;
@@ -54,7 +52,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   async onApplicationBootstrap(): Promise<void> {
     this.cancelSubscription = this.nats.connection.subscribe(RUN_CANCEL_SUBJECT, {
       callback: (_err, msg) => {
-        const parsed = runCancelSchema.safeParse(safeDecode(msg.data));
+        const parsed = runCancelSchema.safeParse(decodeJson(msg.data));
         if (parsed.success) this.abort(parsed.data.run_id, 'cancel');
       },
     });
@@ -100,7 +98,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   private async handle(msg: JsMsg): Promise<void> {
-    const parsed = runQueuedSchema.safeParse(safeDecode(msg.data));
+    const parsed = runQueuedSchema.safeParse(decodeJson(msg.data));
     if (!parsed.success) {
       this.logger.warn('dropped an invalid run-queue message');
       msg.term();
@@ -208,13 +206,5 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     const next = this.slotWaiters.shift();
     if (next) next();
     else this.free++;
-  }
-}
-
-function safeDecode(data: Uint8Array): unknown {
-  try {
-    return codec.decode(data);
-  } catch {
-    return undefined;
   }
 }

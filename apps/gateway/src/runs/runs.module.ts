@@ -11,9 +11,14 @@ import { RunQueue } from './run-queue';
 import { RunSupervisor } from './run-supervisor';
 import { RunToolSelection } from './run-tools';
 import { RunsController } from './runs.controller';
+import { RunEventsRepository } from './run-events.repository';
+import { RunLeasesRepository } from './run-leases.repository';
+import { RunMessagesRepository } from './run-messages.repository';
+import { RunSweepsRepository } from './run-sweeps.repository';
 import { RunsRepository } from './runs.repository';
 import { RunsService } from './runs.service';
 import { ToolCallRunner } from './tool-call-runner';
+import { SubRunsRepository } from './sub-runs.repository';
 import { ToolCallsRepository } from './tool-calls.repository';
 
 /**
@@ -25,6 +30,11 @@ import { ToolCallsRepository } from './tool-calls.repository';
   controllers: [RunsController],
   providers: [
     RunsRepository,
+    SubRunsRepository,
+    RunLeasesRepository,
+    RunEventsRepository,
+    RunMessagesRepository,
+    RunSweepsRepository,
     ToolCallsRepository,
     RunEventsService,
     RunDispatcher,
@@ -36,6 +46,6 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunsService,
     RunSupervisor,
   ],
-  exports: [RunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunQueue],
+  exports: [RunsRepository, SubRunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunQueue],
 })
 export class RunsModule {}
