@@ -3,7 +3,7 @@ import type { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolDispatcher } from '../tools/tool-dispatcher';
 import { ToolRegistry } from '../tools/tool-registry';
 import type { RunControlService } from './run-control.service';
-import type { RunDispatcher } from './run-dispatcher';
+import type { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { MAX_RECOVERIES, RunLoop } from './run-loop';
 import { RunOptions } from './run-options';
@@ -28,7 +28,7 @@ function setUp(script: Script, options: RunOptions = {}) {
   const toolCalls = store.toolCallsRepository();
   const runner = new ToolCallRunner(toolCalls, events, registry, new ToolDispatcher(registry, executor.asClient()), executor.asClient(), config);
   const startedNext: string[] = [];
-  const dispatcher = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunDispatcher;
+  const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;
   const sessions = { find: async () => ({ executorId: null }) } as unknown as SessionsRepository;
   const model = new ScriptedModel(script);
@@ -40,7 +40,7 @@ function setUp(script: Script, options: RunOptions = {}) {
     events,
     registry,
     runner,
-    dispatcher,
+    enqueuer,
     control,
     new RunToolSelection(registry, config),
     model,

@@ -9,7 +9,7 @@ import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom, wallMs } from './run-context';
 import { RunControlService } from './run-control.service';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
 import { effectiveLimits } from './run-options';
@@ -56,7 +56,7 @@ export class RunLoop {
     private readonly events: RunEventsService,
     private readonly registry: ToolRegistry,
     private readonly runner: ToolCallRunner,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     private readonly control: RunControlService,
     private readonly toolSelection: RunToolSelection,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
@@ -258,7 +258,7 @@ export class RunLoop {
 
   /** A run's end frees its session for the next queued run. */
   private async afterEnd(run: RunView): Promise<void> {
-    if (!run.parentRunId) await this.dispatcher.startNextInSession(run.tenantId, run.sessionId);
+    if (!run.parentRunId) await this.enqueuer.startNextInSession(run.tenantId, run.sessionId);
   }
 }
 

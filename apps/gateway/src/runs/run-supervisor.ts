@@ -3,7 +3,7 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
 import { RunControlService } from './run-control.service';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunSweepsRepository } from './run-sweeps.repository';
 
 /**
@@ -21,7 +21,7 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
   constructor(
     private readonly sweeps: RunSweepsRepository,
     private readonly control: RunControlService,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -46,7 +46,7 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
     // A run is stranded when no worker claims it and it was last queued two leases ago.
     const idleMs = 2 * this.config.RUNBOX_RUN_LEASE_SECONDS * 1000;
     for (const run of await this.sweeps.stranded(idleMs)) {
-      if (await this.dispatcher.redispatch(run.tenantId, run.id, run.dispatchedAt)) {
+      if (await this.enqueuer.requeue(run.tenantId, run.id, run.dispatchedAt)) {
         this.logger.info({ tenantId: run.tenantId, runId: run.id }, 'put a stranded run back on the queue');
       }
     }

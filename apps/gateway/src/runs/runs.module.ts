@@ -4,7 +4,7 @@ import { SessionsModule } from '../sessions/sessions.module';
 import { TenancyModule } from '../tenants/tenancy.module';
 import { ToolsModule } from '../tools/tools.module';
 import { RunControlService } from './run-control.service';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { RunLoop } from './run-loop';
 import { RunQueue } from './run-queue';
@@ -37,7 +37,7 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunSweepsRepository,
     ToolCallsRepository,
     RunEventsService,
-    RunDispatcher,
+    RunEnqueuer,
     RunControlService,
     RunToolSelection,
     ToolCallRunner,

@@ -14,7 +14,7 @@ import { RunsRepository } from './runs.repository';
  * one worker executes it.
  */
 @Injectable()
-export class RunDispatcher implements OnModuleInit {
+export class RunEnqueuer implements OnModuleInit {
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
@@ -27,16 +27,16 @@ export class RunDispatcher implements OnModuleInit {
   }
 
   /**
-   * Queues the run. The first dispatch of a run uses its id as the JetStream message id, so
+   * Queues the run. The first enqueue of a run uses its id as the JetStream message id, so
    * a repeated publish is dropped; later ones (resumes) get their own ids.
    */
-  async dispatch(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
+  async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
     if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
     await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`);
   }
 
   /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */
-  async redispatch(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
+  async requeue(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
     if (!(await this.leases.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
     await this.publish(tenantId, runId, `${runId}.stranded.${randomBytes(6).toString('hex')}`);
     return true;
@@ -45,7 +45,7 @@ export class RunDispatcher implements OnModuleInit {
   /** After a run of the session ended: start the oldest run queued behind it. */
   async startNextInSession(tenantId: string, sessionId: string): Promise<void> {
     const next = await this.runs.nextQueued(tenantId, sessionId);
-    if (next) await this.dispatch(tenantId, next.id, 'session_free');
+    if (next) await this.enqueue(tenantId, next.id, 'session_free');
   }
 
   private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
