@@ -1,6 +1,6 @@
 import type { NatsClient } from '@app/messaging';
 import type { SessionsRepository } from '../sessions/sessions.repository';
-import { ToolDispatcher } from '../tools/tool-dispatcher';
+import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import type { RunControlService } from './run-control.service';
 import type { RunEnqueuer } from './run-enqueuer';
@@ -14,7 +14,7 @@ import { INTERRUPTED_RESULT, ToolCallRunner } from './tool-call-runner';
 type Script = ConstructorParameters<typeof ScriptedModel>[0];
 
 /**
- * The agent loop with the real ToolCallRunner, ToolDispatcher and ToolRegistry over the run
+ * The agent loop with the real ToolCallRunner, ToolRouter and ToolRegistry over the run
  * tables in memory: only the model (scripted), the executor (answers at once unless a call
  * is held) and NATS (announcements dropped) are fakes.
  */
@@ -26,7 +26,7 @@ function setUp(script: Script, options: RunOptions = {}) {
   const nats = { publish: () => undefined } as unknown as NatsClient;
   const events = new RunEventsService(store.eventsRepository(), nats);
   const toolCalls = store.toolCallsRepository();
-  const runner = new ToolCallRunner(toolCalls, events, registry, new ToolDispatcher(registry, executor.asClient()), executor.asClient(), config);
+  const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
   const startedNext: string[] = [];
   const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;

@@ -1,5 +1,5 @@
 import type { NatsClient } from '@app/messaging';
-import { ToolDispatcher } from '../tools/tool-dispatcher';
+import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import { RunContext } from './run-context';
 import { RunEventsService } from './run-events.service';
@@ -36,7 +36,7 @@ describe('callOrderingKey', () => {
 });
 
 /**
- * One pass over a turn with the real dispatcher and registry over the run tables in memory;
+ * One pass over a turn with the real router and registry over the run tables in memory;
  * the executor answers at once unless the test holds a call.
  */
 describe('ToolCallRunner.pass', () => {
@@ -46,7 +46,7 @@ describe('ToolCallRunner.pass', () => {
     const registry = new ToolRegistry();
     const executor = new FakeExecutor();
     const events = new RunEventsService(store.eventsRepository(), { publish: () => undefined } as unknown as NatsClient);
-    const runner = new ToolCallRunner(store.toolCallsRepository(), events, registry, new ToolDispatcher(registry, executor.asClient()), executor.asClient(), config);
+    const runner = new ToolCallRunner(store.toolCallsRepository(), events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
     const run = store.addRun({ status: 'running', options });
     const ctx: RunContext = {
       run: store.view(run.id),

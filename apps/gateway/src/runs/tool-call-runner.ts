@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
 import { ExecutorClient } from '../tools/executor.client';
-import { InvalidToolArgumentsError, ToolDispatcher, ToolInfrastructureError } from '../tools/tool-dispatcher';
+import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
 import { truncateOutput } from '../tools/truncate-output';
@@ -43,7 +43,7 @@ export class ToolCallRunner {
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
     private readonly registry: ToolRegistry,
-    private readonly tools: ToolDispatcher,
+    private readonly tools: ToolRouter,
     private readonly executor: ExecutorClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
   ) {}
@@ -207,7 +207,7 @@ export class ToolCallRunner {
 
   /**
    * The longest a call may take before the run stops waiting for it: the limit the
-   * dispatcher gives the tool, plus the executor's grace and a margin. Sandbox calls time
+   * router gives the tool, plus the executor's grace and a margin. Sandbox calls time
    * out on their own before this; it bounds any tool that does not, so a run is never
    * stuck on one call.
    */

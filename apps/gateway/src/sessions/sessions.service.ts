@@ -8,10 +8,10 @@ import { ExecutorClient } from '../tools/executor.client';
 import { ToolRegistry } from '../tools/tool-registry';
 import {
   InvalidToolArgumentsError,
-  ToolDispatcher,
+  ToolRouter,
   ToolInfrastructureError,
   UnknownToolError,
-} from '../tools/tool-dispatcher';
+} from '../tools/tool-router';
 import { SessionRouteCache } from './session-route-cache';
 import { SessionRunsCanceller } from './session-runs-canceller';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
@@ -28,7 +28,7 @@ export class SessionsService {
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly executor: ExecutorClient,
-    private readonly tools: ToolDispatcher,
+    private readonly tools: ToolRouter,
     private readonly registry: ToolRegistry,
     private readonly quotas: QuotasService,
     private readonly runs: SessionRunsCanceller,

@@ -1,7 +1,7 @@
 import { Provider, Type } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { ToolDefinition } from './tool-definition';
-import type { ToolContext } from './tool-dispatcher';
+import type { ToolContext } from './tool-router';
 
 /** What a gateway tool gets besides its arguments: the call's context with its limits resolved. */
 export interface GatewayToolContext extends ToolContext {
@@ -15,7 +15,7 @@ export type GatewayToolResult = ToolResult & { executorId?: string };
 
 /**
  * A tool that runs in the gateway (Postgres-backed memory, search, todos, skills ...). It is
- * registered beside its definition; the ToolDispatcher validates the arguments with
+ * registered beside its definition; the ToolRouter validates the arguments with
  * `definition.parameters` and then calls `execute` with the parsed result.
  */
 export interface GatewayTool {

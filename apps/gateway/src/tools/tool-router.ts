@@ -46,7 +46,7 @@ export class InvalidToolArgumentsError extends Error {}
 
 /** Runs one tool call wherever that tool lives, validating its arguments first. */
 @Injectable()
-export class ToolDispatcher {
+export class ToolRouter {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly executor: ExecutorClient,
