@@ -3,7 +3,7 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
 import { RunEventsService } from '../runs/run-events.service';
-import { RunQueue } from '../runs/run-queue';
+import { RunWorkers } from '../runs/run-workers';
 import { DELEGATE_TASK, depthLimitReason, RunToolSelection } from '../runs/run-tools';
 import { isTerminal, NewEvent } from '../runs/run-tx';
 import { RunsRepository, RunView } from '../runs/runs.repository';
@@ -35,7 +35,7 @@ export class SubRuns {
     private readonly subRuns: SubRunsRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
-    private readonly queue: RunQueue,
+    private readonly workers: RunWorkers,
     private readonly toolSelection: RunToolSelection,
     private readonly registry: ToolRegistry,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
@@ -98,7 +98,7 @@ export class SubRuns {
       // A sub-run waiting on its own undecided calls has nothing to do until a decision.
       const runnable = !waitingForPerson || (await this.toolCalls.awaiting(tenantId, sub.id)).length === 0;
       if (runnable) {
-        const outcome = await this.queue.executeInline(tenantId, sub.id, signal);
+        const outcome = await this.workers.executeInline(tenantId, sub.id, signal);
         if (outcome === 'finished' || outcome === 'parked') continue;
         if (outcome === 'aborted' && isTerminal((await this.runs.find(tenantId, sub.id))?.status ?? 'cancelled')) continue;
       }

@@ -7,7 +7,7 @@ import { RunControlService } from './run-control.service';
 import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { RunLoop } from './run-loop';
-import { RunQueue } from './run-queue';
+import { RunWorkers } from './run-workers';
 import { RunSupervisor } from './run-supervisor';
 import { RunToolSelection } from './run-tools';
 import { RunsController } from './runs.controller';
@@ -42,10 +42,10 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunToolSelection,
     ToolCallRunner,
     RunLoop,
-    RunQueue,
+    RunWorkers,
     RunsService,
     RunSupervisor,
   ],
-  exports: [RunsRepository, SubRunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunQueue],
+  exports: [RunsRepository, SubRunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunWorkers],
 })
 export class RunsModule {}

@@ -24,7 +24,7 @@ export type InlineOutcome = RunOutcome | 'held';
  * lease time and another worker takes over from the state stored in Postgres.
  */
 @Injectable()
-export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;

@@ -2,7 +2,7 @@ import { jsonCodec, NatsClient } from '@app/messaging';
 import type { JsMsg } from 'nats';
 import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
-import { RunQueue } from './run-queue';
+import { RunWorkers } from './run-workers';
 import { InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
 
 const LEASE_MS = 30_000;
@@ -96,24 +96,24 @@ function setUp() {
     },
   } as unknown as NatsClient;
   const loop = new ControlledLoop();
-  const queue = new RunQueue(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, store.leasesRepository(), silentLogger);
+  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, store.leasesRepository(), silentLogger);
   const deliver = (runId: string) => {
     const message = queueMessage({ tenant_id: 'ten_1', run_id: runId });
     feed.push(message.msg);
     return message;
   };
   const cancel = (runId: string) => onCancel?.(null, { data: jsonCodec.encode({ run_id: runId }) });
-  return { store, feed, loop, queue, deliver, cancel };
+  return { store, feed, loop, workers, deliver, cancel };
 }
 
-describe('RunQueue', () => {
+describe('RunWorkers', () => {
   beforeEach(() => jest.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') }));
   afterEach(() => jest.useRealTimers());
 
   it("leaves a run whose claim another worker holds, to look again when that claim would lapse", async () => {
-    const { store, loop, queue, deliver } = setUp();
+    const { store, loop, workers, deliver } = setUp();
     const run = store.addRun({ status: 'running', leaseOwner: 'other-worker/1', leaseExpiresAt: Date.now() + 20_000 });
-    await queue.onApplicationBootstrap();
+    await workers.onApplicationBootstrap();
 
     const message = deliver(run.id);
     await message.settled;
@@ -121,31 +121,31 @@ describe('RunQueue', () => {
     expect(message.seen.outcome).toEqual({ nak: 20_500 });
     expect(loop.executions).toEqual([]);
     expect(store.run(run.id).leaseOwner).toBe('other-worker/1');
-    await queue.beforeApplicationShutdown();
+    await workers.beforeApplicationShutdown();
   });
 
   it('takes over a run whose worker stopped heartbeating, counted as a recovery, and resumes it', async () => {
-    const { store, loop, queue, deliver } = setUp();
+    const { store, loop, workers, deliver } = setUp();
     const run = store.addRun({ status: 'running', leaseOwner: 'dead-worker/1', leaseExpiresAt: Date.now() - 1, recoveries: 1 });
-    await queue.onApplicationBootstrap();
+    await workers.onApplicationBootstrap();
 
     const message = deliver(run.id);
     await loop.started();
     expect(loop.executions[0].options).toEqual({ recovered: true, recoveries: 2 });
-    expect(store.run(run.id).leaseOwner).toMatch(new RegExp(`^${queue.workerId}/`));
+    expect(store.run(run.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
     expect(store.run(run.id).leaseExpiresAt).toBe(Date.now() + LEASE_MS);
 
     loop.executions[0].finish('finished');
     await message.settled;
     expect(message.seen.outcome).toBe('ack');
-    await queue.beforeApplicationShutdown(); // waits for the worker to let go
+    await workers.beforeApplicationShutdown(); // waits for the worker to let go
     expect(store.run(run.id).leaseOwner).toBeNull();
   });
 
   it('renews the claim with each heartbeat and stops the run once another worker has taken it', async () => {
-    const { store, loop, queue, deliver } = setUp();
+    const { store, loop, workers, deliver } = setUp();
     const run = store.addRun({ status: 'running' });
-    await queue.onApplicationBootstrap();
+    await workers.onApplicationBootstrap();
     const message = deliver(run.id);
     await loop.started();
 
@@ -162,13 +162,13 @@ describe('RunQueue', () => {
     await message.settled;
     expect(message.seen.outcome).toBe('ack');
     expect(store.run(run.id).leaseOwner).toBe('other-worker/2');
-    await queue.beforeApplicationShutdown();
+    await workers.beforeApplicationShutdown();
   });
 
   it('stops a run it executes when a cancel notice for it arrives', async () => {
-    const { store, loop, queue, deliver, cancel } = setUp();
+    const { store, loop, workers, deliver, cancel } = setUp();
     const run = store.addRun({ status: 'running' });
-    await queue.onApplicationBootstrap();
+    await workers.onApplicationBootstrap();
     const message = deliver(run.id);
     await loop.started();
 
@@ -178,17 +178,17 @@ describe('RunQueue', () => {
 
     expect(loop.executions[0].signal.reason).toEqual(new RunAbort('cancel'));
     await message.settled;
-    await queue.beforeApplicationShutdown();
+    await workers.beforeApplicationShutdown();
   });
 
   it('on shutdown lets go of its runs and puts their messages straight back on the queue', async () => {
-    const { store, loop, queue, deliver } = setUp();
+    const { store, loop, workers, deliver } = setUp();
     const run = store.addRun({ status: 'running' });
-    await queue.onApplicationBootstrap();
+    await workers.onApplicationBootstrap();
     const message = deliver(run.id);
     await loop.started();
 
-    await queue.beforeApplicationShutdown();
+    await workers.beforeApplicationShutdown();
 
     expect(abortKind(loop.executions[0].signal)).toBe('shutdown');
     expect(message.seen.outcome).toEqual({ nak: undefined });
@@ -196,8 +196,8 @@ describe('RunQueue', () => {
   });
 
   it('drops a message that is not a run-queue message', async () => {
-    const { feed, loop, queue } = setUp();
-    await queue.onApplicationBootstrap();
+    const { feed, loop, workers } = setUp();
+    await workers.onApplicationBootstrap();
     const message = queueMessage({ hello: 'world' });
 
     feed.push(message.msg);
@@ -205,17 +205,17 @@ describe('RunQueue', () => {
 
     expect(message.seen.outcome).toBe('term');
     expect(loop.executions).toEqual([]);
-    await queue.beforeApplicationShutdown();
+    await workers.beforeApplicationShutdown();
   });
 
   describe('executing a sub-run inline, in its parent worker', () => {
     it('claims it, executes it, and lets the claim go', async () => {
-      const { store, loop, queue } = setUp();
+      const { store, loop, workers } = setUp();
       const sub = store.addRun({ status: 'queued', parentRunId: 'run_parent', depth: 1 });
 
-      const outcome = queue.executeInline('ten_1', sub.id, new AbortController().signal);
+      const outcome = workers.executeInline('ten_1', sub.id, new AbortController().signal);
       await loop.started();
-      expect(store.run(sub.id).leaseOwner).toMatch(new RegExp(`^${queue.workerId}/`));
+      expect(store.run(sub.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
       loop.executions[0].finish('finished');
 
       expect(await outcome).toBe('finished');
@@ -223,18 +223,18 @@ describe('RunQueue', () => {
     });
 
     it("stops it when the parent's worker stops, and says so when another worker holds it", async () => {
-      const { store, loop, queue } = setUp();
+      const { store, loop, workers } = setUp();
       const sub = store.addRun({ status: 'running', parentRunId: 'run_parent', depth: 1 });
       const parent = new AbortController();
 
-      const outcome = queue.executeInline('ten_1', sub.id, parent.signal);
+      const outcome = workers.executeInline('ten_1', sub.id, parent.signal);
       await loop.started();
       parent.abort(new RunAbort('cancel'));
       expect(await outcome).toBe('aborted');
 
       store.run(sub.id).leaseOwner = 'other-worker/3';
       store.run(sub.id).leaseExpiresAt = Date.now() + LEASE_MS;
-      expect(await queue.executeInline('ten_1', sub.id, new AbortController().signal)).toBe('held');
+      expect(await workers.executeInline('ten_1', sub.id, new AbortController().signal)).toBe('held');
     });
   });
 });
