@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
-import { appendEventsTx, isTerminal, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, lockRun, NewEvent } from './run-tx';
+import { isTerminal } from './run-status';
 
 export interface RunEventView {
   seq: number;

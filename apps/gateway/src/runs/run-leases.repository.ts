@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
-import { isTerminal, lockRun, RunStatus } from './run-tx';
+import { lockRun } from './run-tx';
+import { isTerminal, RunStatus } from './run-status';
 import { RunView, toRun } from './runs.repository';
 
 export type ClaimOutcome =

@@ -2,10 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { RunOptions } from './run-options';
-import { ACTIVE_STATUSES, appendEventsTx, lockRun, NewEvent, RunStatus } from './run-tx';
+import { appendEventsTx, lockRun, NewEvent } from './run-tx';
+import { ACTIVE_STATUSES, RunStatus } from './run-status';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
-export type { RunStatus } from './run-tx';
+export type { RunStatus } from './run-status';
 
 export interface RunView {
   id: string;

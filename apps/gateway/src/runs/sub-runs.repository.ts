@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { RunOptions } from './run-options';
-import { appendEventsTx, isTerminal, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, lockRun, NewEvent } from './run-tx';
+import { isTerminal } from './run-status';
 import { RunView, toRun } from './runs.repository';
 
 /** A sub-run for one delegate_task call of `parent`. */

@@ -8,7 +8,8 @@ import type { RunEventsRepository } from '../run-events.repository';
 import type { ClaimOutcome, RunLeasesRepository } from '../run-leases.repository';
 import type { RunMessagesRepository } from '../run-messages.repository';
 import { RunOptions } from '../run-options';
-import { isTerminal, NewEvent, RunStatus } from '../run-tx';
+import { NewEvent } from '../run-tx';
+import { isTerminal } from '../run-status';
 import type { RunsRepository, RunView } from '../runs.repository';
 import type { CallResult, NewToolCall, ToolCallsRepository, ToolCallStatus, ToolCallView } from '../tool-calls.repository';
 import { OPEN_CALL_STATUSES } from '../tool-calls.repository';
@@ -330,5 +331,3 @@ export function testConfig(overrides: Partial<RunboxConfig> = {}): RunboxConfig 
   };
   return config as RunboxConfig;
 }
-
-export type { RunStatus };
