@@ -156,7 +156,11 @@ export class InMemoryRuns {
 
   messagesRepository(): RunMessagesRepository {
     const fake: Pick<RunMessagesRepository, 'history' | 'lastAnswer'> = {
-      history: async (_tenantId, run) => this.messages.filter((m) => m.runId === run.id),
+      // A sub-run sees its own messages; a top-level run the session's, less its sub-runs' work.
+      history: async (_tenantId, run) =>
+        this.messages.filter((m) =>
+          run.parentRunId ? m.runId === run.id : m.sessionId === run.sessionId && !(m.runId && this.runs.get(m.runId)?.parentRunId),
+        ),
       lastAnswer: async (_tenantId, runId) => {
         const last = this.messages.filter((m) => m.runId === runId && m.role === 'assistant').at(-1);
         return last ? { content: last.content, hasToolCalls: (last.toolCalls ?? []).length > 0 } : null;
