@@ -1,46 +1,27 @@
-import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
-import { AdminGuard } from './auth/admin.guard';
-import { DelegateTaskTool } from './delegation/delegate-task.tool';
-import { SubRuns } from './delegation/sub-runs';
-import { ApiKeyGuard } from './auth/api-key.guard';
-import { AuthService } from './auth/auth.service';
-import { HealthController } from './health/health.controller';
-import { MetricsController } from './metrics/metrics.controller';
-import { MetricsService } from './metrics/metrics.service';
-import { ModelsModule } from './models/models.module';
+import { AdminModule } from './admin/admin.module';
+import { DelegationModule } from './delegation/delegation.module';
+import { HealthModule } from './health/health.module';
+import { HistoryModule } from './history/history.module';
+import { MemoryModule } from './memory/memory.module';
+import { MetricsModule } from './metrics/metrics.module';
+import { RetrievalModule } from './rag/retrieval.module';
 import { RunControlService } from './runs/run-control.service';
-import { RunDispatcher } from './runs/run-dispatcher';
-import { QuotasRepository } from './quotas/quotas.repository';
-import { QuotasService } from './quotas/quotas.service';
-import { RunEventsService } from './runs/run-events.service';
-import { RunLoop } from './runs/run-loop';
-import { RunQueue } from './runs/run-queue';
-import { RunSupervisor } from './runs/run-supervisor';
-import { RunDefaultsRepository } from './runs/run-defaults.repository';
-import { RunToolSelection } from './runs/run-tools';
-import { RunsController } from './runs/runs.controller';
-import { RunsRepository } from './runs/runs.repository';
-import { RunsService } from './runs/runs.service';
-import { ToolCallRunner } from './runs/tool-call-runner';
-import { ToolCallsRepository } from './runs/tool-calls.repository';
-import { SessionsController } from './sessions/sessions.controller';
-import { SessionsRepository } from './sessions/sessions.repository';
-import { SessionsService } from './sessions/sessions.service';
-import { AdminController } from './tenants/admin.controller';
-import { TenantsRepository } from './tenants/tenants.repository';
-import { TenantsService } from './tenants/tenants.service';
-import { ExecutorClient } from './tools/executor.client';
-import { GATEWAY_TOOL_CONTROLLERS, GATEWAY_TOOL_PROVIDERS } from './tools/gateway-tools.providers';
-import { ToolDispatcher } from './tools/tool-dispatcher';
-import { ToolRegistry } from './tools/tool-registry';
-import { ToolsController } from './tools/tools.controller';
+import { RunsModule } from './runs/runs.module';
+import { SessionRunsCanceller } from './sessions/session-runs-canceller';
+import { SessionsModule } from './sessions/sessions.module';
+import { SkillsModule } from './skills/skills.module';
+import { TenancyModule } from './tenants/tenancy.module';
+import { TodosModule } from './todos/todos.module';
+import { ToolsModule } from './tools/tools.module';
 
 /** Connections every feature shares: the database, NATS and the logger. */
+@Global()
 @Module({
   providers: [
     {
@@ -74,45 +55,38 @@ class InfrastructureModule implements OnApplicationShutdown {
   }
 }
 
+/**
+ * Ports a feature declares for a feature that builds on it, bound where both are known.
+ * Deleting a session cancels its runs, but runs build on sessions, so SessionsService asks
+ * for a SessionRunsCanceller and gets the runs feature's RunControlService.
+ */
+@Global()
 @Module({
-  imports: [InfrastructureModule, ModelsModule],
-  controllers: [AdminController, SessionsController, RunsController, ToolsController, HealthController, MetricsController, ...GATEWAY_TOOL_CONTROLLERS],
-  providers: [
-    MetricsService,
-    AuthService,
-    ApiKeyGuard,
-    AdminGuard,
-    TenantsRepository,
-    TenantsService,
-    SessionsRepository,
-    SessionsService,
-    ToolRegistry,
-    ToolDispatcher,
-    ExecutorClient,
-    RunsRepository,
-    RunDefaultsRepository,
-    RunEventsService,
-    RunLoop,
-    RunQueue,
-    RunsService,
-    ToolCallsRepository,
-    ToolCallRunner,
-    RunDispatcher,
-    RunControlService,
-    RunSupervisor,
-    QuotasRepository,
-    QuotasService,
-    ...GATEWAY_TOOL_PROVIDERS,
-    RunToolSelection,
-    SubRuns,
-    DelegateTaskTool,
-  ],
+  imports: [RunsModule],
+  providers: [{ provide: SessionRunsCanceller, useExisting: RunControlService }],
+  exports: [SessionRunsCanceller],
 })
-class GatewayFeaturesModule {}
+class FeatureBindingsModule {}
+
+const FEATURES = [
+  TenancyModule,
+  AdminModule,
+  ToolsModule,
+  SessionsModule,
+  RunsModule,
+  DelegationModule,
+  MemoryModule,
+  HistoryModule,
+  RetrievalModule,
+  TodosModule,
+  SkillsModule,
+  HealthModule,
+  MetricsModule,
+];
 
 @Module({})
 export class GatewayModule {
   static forRoot(config?: RunboxConfig) {
-    return { module: GatewayModule, imports: [ConfigModule.forRoot(config), GatewayFeaturesModule] };
+    return { module: GatewayModule, imports: [ConfigModule.forRoot(config), InfrastructureModule, FeatureBindingsModule, ...FEATURES] };
   }
 }

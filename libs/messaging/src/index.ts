@@ -1,2 +1,3 @@
+export * from './json-codec';
 export * from './nats-client';
 export const NATS_CLIENT = Symbol('NATS_CLIENT');

@@ -1,8 +1,7 @@
-import { connect, ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError, Subscription } from 'nats';
+import { connect, ErrorCode as NatsErrorCode, NatsConnection, NatsError, Subscription } from 'nats';
 import type { Logger } from 'pino';
 import { ZodType } from 'zod';
-
-const codec = JSONCodec<unknown>();
+import { jsonCodec as codec } from './json-codec';
 
 /** No responder, or none in time: the caller cannot know whether the work happened. */
 export class NatsTimeoutError extends Error {

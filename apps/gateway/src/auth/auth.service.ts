@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
-import { apiKeyPrefix, hashApiKey, hashesEqual } from '../tenants/api-key';
-import { ApiKeyRecord, TenantsRepository } from '../tenants/tenants.repository';
+import { apiKeyPrefix, hashApiKey, hashesEqual } from './api-key';
+import { ApiKeyRecord, ApiKeyStore } from './api-key-store';
 import { ApiKeyCache } from './api-key-cache';
 
 const UNAUTHORIZED = 'missing or invalid API key';
@@ -11,7 +11,7 @@ const UNAUTHORIZED = 'missing or invalid API key';
 export class AuthService {
   private readonly cache = new ApiKeyCache<ApiKeyRecord>(3_000);
 
-  constructor(private readonly tenants: TenantsRepository) {}
+  constructor(private readonly keys: ApiKeyStore) {}
 
   async authenticate(authorization: string | undefined): Promise<{ tenantId: string; apiKeyId: string }> {
     const key = bearerToken(authorization);
@@ -35,7 +35,7 @@ export class AuthService {
   private async lookup(prefix: string): Promise<ApiKeyRecord | null> {
     const cached = this.cache.get(prefix);
     if (cached) return cached.value;
-    const record = await this.tenants.findKeyByPrefix(prefix);
+    const record = await this.keys.findKeyByPrefix(prefix);
     this.cache.set(prefix, record);
     return record;
   }

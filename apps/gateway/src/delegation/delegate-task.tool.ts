@@ -1,9 +1,9 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { z } from 'zod';
 import { DELEGATE_TASK, depthLimitReason } from '../runs/run-tools';
 import { GatewayTool, GatewayToolContext, GatewayToolResult } from '../tools/gateway-tool';
-import { ToolRegistry, TOOLSET_NAMES } from '../tools/tool-registry';
+import { TOOLSET_NAMES } from '../tools/tool-registry';
 import { SubRuns } from './sub-runs';
 
 const parameters = z
@@ -31,13 +31,9 @@ type DelegateArgs = z.infer<typeof parameters>;
  * delegate_task: a sub-agent with a fresh context for a self-contained subtask; only its
  * final answer comes back. Its calls are judged one by one in its own run, so the call
  * itself does not mutate (TOOLS.md).
- *
- * Registered when the module starts rather than through GATEWAY_TOOLS: running a sub-run
- * needs the run loop, and the run loop needs the ToolRegistry, so injecting this tool into
- * the registry would be a cycle.
  */
 @Injectable()
-export class DelegateTaskTool implements GatewayTool, OnModuleInit {
+export class DelegateTaskTool implements GatewayTool {
   readonly definition = {
     name: DELEGATE_TASK,
     description:
@@ -52,7 +48,6 @@ export class DelegateTaskTool implements GatewayTool, OnModuleInit {
   };
 
   constructor(
-    private readonly registry: ToolRegistry,
     private readonly subRuns: SubRuns,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
   ) {}
@@ -60,10 +55,6 @@ export class DelegateTaskTool implements GatewayTool, OnModuleInit {
   /** RUNBOX_DELEGATE_MAX_DEPTH=0 turns sub-runs off on the whole deployment. */
   unavailableReason(): string | undefined {
     return this.config.RUNBOX_DELEGATE_MAX_DEPTH === 0 ? depthLimitReason(0, 0) : undefined;
-  }
-
-  onModuleInit(): void {
-    this.registry.registerGatewayTool(this);
   }
 
   execute(ctx: GatewayToolContext, args: DelegateArgs): Promise<GatewayToolResult> {

@@ -3,10 +3,12 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
 import { RunEventsService } from '../runs/run-events.service';
-import { RunQueue } from '../runs/run-queue';
+import { RunWorkers } from '../runs/run-workers';
 import { DELEGATE_TASK, depthLimitReason, RunToolSelection } from '../runs/run-tools';
-import { isTerminal, NewEvent } from '../runs/run-tx';
+import { NewEvent } from '../runs/run-tx';
+import { isTerminal } from '../runs/run-status';
 import { RunsRepository, RunView } from '../runs/runs.repository';
+import { SubRunsRepository } from '../runs/sub-runs.repository';
 import { ToolCallsRepository } from '../runs/tool-calls.repository';
 import { GatewayToolContext, GatewayToolResult, toolFailure, toolOutput } from '../tools/gateway-tool';
 import { ToolRegistry, ToolsetChoice } from '../tools/tool-registry';
@@ -31,9 +33,10 @@ export interface DelegateRequest {
 export class SubRuns {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly subRuns: SubRunsRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
-    private readonly queue: RunQueue,
+    private readonly workers: RunWorkers,
     private readonly toolSelection: RunToolSelection,
     private readonly registry: ToolRegistry,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
@@ -54,7 +57,7 @@ export class SubRuns {
       toolset: request.toolset ? this.registry.toolset(request.toolset) : undefined,
       tools: request.tools,
     });
-    const outcome = await this.runs.createSubRun(tenantId, {
+    const outcome = await this.subRuns.createSubRun(tenantId, {
       parent,
       parentCallId: ctx.toolCallId,
       input: request.task,
@@ -96,7 +99,7 @@ export class SubRuns {
       // A sub-run waiting on its own undecided calls has nothing to do until a decision.
       const runnable = !waitingForPerson || (await this.toolCalls.awaiting(tenantId, sub.id)).length === 0;
       if (runnable) {
-        const outcome = await this.queue.executeInline(tenantId, sub.id, signal);
+        const outcome = await this.workers.executeInline(tenantId, sub.id, signal);
         if (outcome === 'finished' || outcome === 'parked') continue;
         if (outcome === 'aborted' && isTerminal((await this.runs.find(tenantId, sub.id))?.status ?? 'cancelled')) continue;
       }
@@ -136,7 +139,7 @@ export class SubRuns {
       const waiting: string[] = [];
       for (const sub of await this.runs.activeDescendants(tenantId, run.id)) waiting.push(...(await this.toolCalls.awaiting(tenantId, sub.id)).map((c) => c.callId));
       const held: NewEvent = { type: 'run.requires_approval', data: { tool_call_ids: waiting, subrun_id: below } };
-      this.events.announce(run.id, await this.runs.holdForSubRun(tenantId, run.id, approvals, held));
+      this.events.announce(run.id, await this.subRuns.holdForSubRun(tenantId, run.id, approvals, held));
       below = run.id;
       run = run.parentRunId ? await this.runs.find(tenantId, run.parentRunId) : null;
     }
@@ -147,7 +150,7 @@ export class SubRuns {
     let run: RunView | null = parent;
     let below = resumedSubRunId;
     while (run) {
-      const seqs = await this.runs.releaseFromSubRun(run.tenantId, run.id, [{ type: 'run.resumed', data: { reason: 'approval', subrun_id: below } }]);
+      const seqs = await this.subRuns.releaseFromSubRun(run.tenantId, run.id, [{ type: 'run.resumed', data: { reason: 'approval', subrun_id: below } }]);
       this.events.announce(run.id, seqs);
       below = run.id;
       run = run.parentRunId ? await this.runs.find(run.tenantId, run.parentRunId) : null;

@@ -5,7 +5,7 @@ import { AppError, ErrorCode } from '@app/errors';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { ExecutorClient } from '../tools/executor.client';
 import { usageFrom, wallMs } from './run-context';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { ApprovalInput } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
@@ -20,7 +20,7 @@ export class RunControlService {
     private readonly runs: RunsRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     private readonly executor: ExecutorClient,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
@@ -54,7 +54,7 @@ export class RunControlService {
     this.nats.publish(RUN_CANCEL_SUBJECT, runCancelSchema, { run_id: runId });
     for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
     await this.cancelSubRuns(tenantId, runId, why.reason);
-    if (!run.parentRunId && why.startNext !== false) await this.dispatcher.startNextInSession(tenantId, run.sessionId);
+    if (!run.parentRunId && why.startNext !== false) await this.enqueuer.startNextInSession(tenantId, run.sessionId);
     return (await this.runs.find(tenantId, runId)) ?? run;
   }
 
@@ -165,6 +165,6 @@ export class RunControlService {
    * needs nothing: its worker reads the decision before it would park.
    */
   private async resumeIfReady(tenantId: string, runId: string, runStatus: string, stillAwaiting: number): Promise<void> {
-    if (runStatus === 'requires_approval' && stillAwaiting === 0) await this.dispatcher.dispatch(tenantId, runId, 'approval');
+    if (runStatus === 'requires_approval' && stillAwaiting === 0) await this.enqueuer.enqueue(tenantId, runId, 'approval');
   }
 }

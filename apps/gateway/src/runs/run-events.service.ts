@@ -3,7 +3,7 @@ import { runEventNoticeSchema, runEventsSubject } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { Subscription } from 'nats';
 import { NewEvent } from './run-tx';
-import { RunEventView, RunsRepository } from './runs.repository';
+import { RunEventsRepository, RunEventView } from './run-events.repository';
 
 /**
  * A run's events: stored in Postgres (the run's row lock numbers them without gaps, across
@@ -12,7 +12,7 @@ import { RunEventView, RunsRepository } from './runs.repository';
 @Injectable()
 export class RunEventsService {
   constructor(
-    private readonly runs: RunsRepository,
+    private readonly runs: RunEventsRepository,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
   ) {}
 

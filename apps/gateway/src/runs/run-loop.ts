@@ -9,11 +9,12 @@ import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom, wallMs } from './run-context';
 import { RunControlService } from './run-control.service';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
 import { effectiveLimits } from './run-options';
 import { runToolsJson, RunToolSelection } from './run-tools';
+import { RunMessagesRepository } from './run-messages.repository';
 import { RunsRepository, RunView } from './runs.repository';
 import { TextDeltaBuffer } from './text-delta-buffer';
 import { ToolCallRunner } from './tool-call-runner';
@@ -49,12 +50,13 @@ export interface ExecuteOptions {
 export class RunLoop {
   constructor(
     private readonly runs: RunsRepository,
+    private readonly messages: RunMessagesRepository,
     private readonly toolCalls: ToolCallsRepository,
     private readonly sessions: SessionsRepository,
     private readonly events: RunEventsService,
     private readonly registry: ToolRegistry,
     private readonly runner: ToolCallRunner,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     private readonly control: RunControlService,
     private readonly toolSelection: RunToolSelection,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
@@ -114,7 +116,7 @@ export class RunLoop {
     const { run } = ctx;
     for (;;) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      const answer = await this.runs.lastAnswer(run.tenantId, run.id);
+      const answer = await this.messages.lastAnswer(run.tenantId, run.id);
       if (answer && !answer.hasToolCalls) return this.complete(ctx, answer.content ?? '');
       const turn = answer ? await this.toolCalls.latestTurn(run.tenantId, run.id) : [];
       if (turn.some((c) => OPEN_CALL_STATUSES.includes(c.status))) {
@@ -155,7 +157,7 @@ export class RunLoop {
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
-    const messages = toModelMessages(await this.runs.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
+    const messages = toModelMessages(await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
       const deltas = new TextDeltaBuffer((text) => this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text } }));
@@ -256,7 +258,7 @@ export class RunLoop {
 
   /** A run's end frees its session for the next queued run. */
   private async afterEnd(run: RunView): Promise<void> {
-    if (!run.parentRunId) await this.dispatcher.startNextInSession(run.tenantId, run.sessionId);
+    if (!run.parentRunId) await this.enqueuer.startNextInSession(run.tenantId, run.sessionId);
   }
 }
 

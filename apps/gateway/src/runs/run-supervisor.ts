@@ -3,8 +3,8 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
 import { RunControlService } from './run-control.service';
-import { RunDispatcher } from './run-dispatcher';
-import { RunsRepository } from './runs.repository';
+import { RunEnqueuer } from './run-enqueuer';
+import { RunSweepsRepository } from './run-sweeps.repository';
 
 /**
  * Each gateway replica sweeps every few seconds for work nobody else will notice:
@@ -19,9 +19,9 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
   private sweeping?: Promise<void>;
 
   constructor(
-    private readonly runs: RunsRepository,
+    private readonly sweeps: RunSweepsRepository,
     private readonly control: RunControlService,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
@@ -40,13 +40,13 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   async sweep(): Promise<void> {
-    for (const approval of await this.runs.expiredApprovals()) {
+    for (const approval of await this.sweeps.expiredApprovals()) {
       await this.control.expireApproval(approval.tenantId, approval.runId, approval.callId);
     }
     // A run is stranded when no worker claims it and it was last queued two leases ago.
     const idleMs = 2 * this.config.RUNBOX_RUN_LEASE_SECONDS * 1000;
-    for (const run of await this.runs.stranded(idleMs)) {
-      if (await this.dispatcher.redispatch(run.tenantId, run.id, run.dispatchedAt)) {
+    for (const run of await this.sweeps.stranded(idleMs)) {
+      if (await this.enqueuer.requeue(run.tenantId, run.id, run.dispatchedAt)) {
         this.logger.info({ tenantId: run.tenantId, runId: run.id }, 'put a stranded run back on the queue');
       }
     }

@@ -1,9 +1,6 @@
 import { Tx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
-
-export type RunStatus = 'queued' | 'running' | 'requires_approval' | 'completed' | 'failed' | 'cancelled';
-export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
-export const ACTIVE_STATUSES: readonly RunStatus[] = ['queued', 'running', 'requires_approval'];
+import { RunStatus } from './run-status';
 
 export interface NewEvent {
   type: string;
@@ -53,8 +50,4 @@ export async function appendEventsTx(tx: Tx, tenantId: string, runId: string, ev
     data: events.map((e, i) => ({ tenantId, runId, seq: first + i, type: e.type, data: { run_id: runId, ...e.data } as Prisma.InputJsonValue })),
   });
   return events.map((_, i) => first + i);
-}
-
-export function isTerminal(status: RunStatus): boolean {
-  return TERMINAL_STATUSES.includes(status);
 }

@@ -7,7 +7,7 @@ import { emptyBodySchema, noQuerySchema } from '../common/metadata';
 import { ApiKeyId, TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
 import { RunControlService } from './run-control.service';
-import { isTerminal } from './run-tx';
+import { isTerminal } from './run-status';
 import { RunEventsService } from './run-events.service';
 import { approvalSchema, createRunSchema } from './run-options';
 import { RunView } from './runs.repository';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
-import { RunDispatcher } from './run-dispatcher';
+import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { QuotasService } from '../quotas/quotas.service';
 import { applyRunDefaults } from './run-defaults';
@@ -14,7 +14,7 @@ export class RunsService {
   constructor(
     private readonly runs: RunsRepository,
     private readonly toolCalls: ToolCallsRepository,
-    private readonly dispatcher: RunDispatcher,
+    private readonly enqueuer: RunEnqueuer,
     private readonly events: RunEventsService,
     private readonly quotas: QuotasService,
     private readonly defaults: RunDefaultsRepository,
@@ -53,7 +53,7 @@ export class RunsService {
         return { run: outcome.run, created: false };
       case 'created':
         this.events.announce(outcome.run.id, [1]);
-        await this.dispatcher.dispatch(tenantId, outcome.run.id, 'created');
+        await this.enqueuer.enqueue(tenantId, outcome.run.id, 'created');
         return { run: outcome.run, created: true };
     }
   }

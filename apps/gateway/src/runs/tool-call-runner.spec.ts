@@ -1,4 +1,11 @@
-import { callOrderingKey } from './tool-call-runner';
+import type { NatsClient } from '@app/messaging';
+import { ToolRouter } from '../tools/tool-router';
+import { ToolRegistry } from '../tools/tool-registry';
+import { RunContext } from './run-context';
+import { RunEventsService } from './run-events.service';
+import { effectiveLimits, RunOptions } from './run-options';
+import { FakeExecutor, InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
+import { callOrderingKey, ToolCallRunner } from './tool-call-runner';
 
 /** Which of one turn's calls must wait for each other: those on the same file, and no others. */
 describe('callOrderingKey', () => {
@@ -25,5 +32,83 @@ describe('callOrderingKey', () => {
     // A path argument that is missing or not a string names no file either.
     expect(fileCall(undefined)).not.toBe(fileCall(undefined));
     expect(callOrderingKey({ callId: 'call_raw', arguments: { _raw: '{"path": "a"' } }, 'path')).toBe('call:call_raw');
+  });
+});
+
+/**
+ * One pass over a turn with the real router and registry over the run tables in memory;
+ * the executor answers at once unless the test holds a call.
+ */
+describe('ToolCallRunner.pass', () => {
+  function setUp(options: RunOptions = {}) {
+    const store = new InMemoryRuns();
+    const config = testConfig();
+    const registry = new ToolRegistry();
+    const executor = new FakeExecutor();
+    const events = new RunEventsService(store.eventsRepository(), { publish: () => undefined } as unknown as NatsClient);
+    const runner = new ToolCallRunner(store.toolCallsRepository(), events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
+    const run = store.addRun({ status: 'running', options });
+    const ctx: RunContext = {
+      run: store.view(run.id),
+      signal: new AbortController().signal,
+      offered: new Set(registry.toolset('default')),
+      withheld: new Map(),
+      limits: effectiveLimits(options),
+      executorId: null,
+      usage: { input_tokens: 0, output_tokens: 0, model_calls: 1, tool_calls: 0 },
+      log: silentLogger,
+    };
+    /** Stores one model turn of pending calls and returns it as the run loop would read it. */
+    const turn = (...calls: Array<[string, Record<string, unknown>]>) => {
+      calls.forEach(([name, args], i) =>
+        store.calls.push({ runId: run.id, callId: `call_${i + 1}`, seq: i + 1, turn: 1, name, arguments: args, status: 'pending', output: null, isError: false, decision: null, reason: null, expiresAt: null }),
+      );
+      return store.callsOf(run.id);
+    };
+    return { store, executor, runner, ctx, run, turn };
+  }
+
+  it('holds back the later calls on a file whose call awaits approval, and only those', async () => {
+    const { store, executor, runner, ctx, run, turn } = setUp({ approval_mode: 'prompt' });
+    const calls = turn(['write_file', { path: 'a.txt', content: 'x' }], ['read_file', { path: 'a.txt' }], ['read_file', { path: 'b.txt' }]);
+
+    expect(await runner.pass(ctx, calls)).toBe('awaiting');
+
+    expect(store.callsOf(run.id).map((c) => c.status)).toEqual(['awaiting_approval', 'pending', 'completed']);
+    expect(executor.log).toEqual(['start read_file:b.txt', 'end read_file:b.txt']);
+    expect(store.eventTypes(run.id)).toContain('tool_call.approval_required');
+  });
+
+  it('answers a denied call with the refusal and its reason, running nothing', async () => {
+    const { store, executor, runner, ctx, run, turn } = setUp();
+    const [call] = turn(['write_file', { path: 'a.txt', content: 'x' }]);
+    Object.assign(store.calls[0], { status: 'denied', reason: 'not that file' });
+
+    expect(await runner.pass(ctx, [{ ...call, status: 'denied', reason: 'not that file' }])).toBe('progress');
+
+    expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'refused', output: 'denied: the approver refused this call (reason: not that file), so nothing ran.' });
+    expect(executor.log).toEqual([]);
+  });
+
+  describe('a call that never answers', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it("is given up after the limit the tool was given, plus the executor's grace and a margin", async () => {
+      // limits.timeouts caps the terminal at 10 s: the watchdog waits 10 s + 5 s + 15 s of grace.
+      const { store, executor, runner, ctx, run, turn } = setUp({ limits: { timeouts: { terminal: 10 } } });
+      executor.hold('terminal:make');
+      const calls = turn(['terminal', { command: 'make', timeout_seconds: 600 }]);
+
+      const pass = runner.pass(ctx, calls);
+      await executor.whenStarted('terminal:make');
+      await jest.advanceTimersByTimeAsync(30_000 - 1);
+      expect(store.callsOf(run.id)[0].status).toBe('running');
+
+      await jest.advanceTimersByTimeAsync(1);
+      expect(await pass).toBe('progress');
+      expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'failed', isError: true });
+      expect(store.callsOf(run.id)[0].output).toContain('gave no result within its time limit');
+    });
   });
 });

@@ -3,8 +3,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
 import { ExecutorClient } from '../tools/executor.client';
-import { InvalidToolArgumentsError, ToolDispatcher, ToolInfrastructureError } from '../tools/tool-dispatcher';
+import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
+import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
 import { truncateOutput } from '../tools/truncate-output';
 import { abortKind, raceAbort } from './run-abort';
 import { RunContext, RunFailure } from './run-context';
@@ -42,7 +43,7 @@ export class ToolCallRunner {
     private readonly toolCalls: ToolCallsRepository,
     private readonly events: RunEventsService,
     private readonly registry: ToolRegistry,
-    private readonly tools: ToolDispatcher,
+    private readonly tools: ToolRouter,
     private readonly executor: ExecutorClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
   ) {}
@@ -205,14 +206,13 @@ export class ToolCallRunner {
   }
 
   /**
-   * The longest a call may take before the run stops waiting for it: the tool's limit plus
-   * the executor's grace and a margin. Sandbox calls time out on their own before this; it
-   * bounds any tool that does not, so a run is never stuck on one call.
+   * The longest a call may take before the run stops waiting for it: the limit the
+   * router gives the tool, plus the executor's grace and a margin. Sandbox calls time
+   * out on their own before this; it bounds any tool that does not, so a run is never
+   * stuck on one call.
    */
   private watchdogMs(ctx: RunContext, call: ToolCallView): number {
-    const args = (call.arguments ?? {}) as Record<string, unknown>;
-    const own = typeof args.timeout_seconds === 'number' ? args.timeout_seconds : 0;
-    const seconds = Math.min(900, Math.max(own, ctx.limits.timeouts?.[call.name] ?? 0, this.registry.get(call.name)?.timeoutSeconds ?? 120));
+    const seconds = toolTimeLimitSeconds(call.name, this.registry.get(call.name), call.arguments, ctx.limits.timeouts);
     return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
   }
 

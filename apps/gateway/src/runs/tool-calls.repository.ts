@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { newId, PrismaService, Tx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
-import { appendEventsTx, isTerminal, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, lockRun, NewEvent } from './run-tx';
+import { isTerminal } from './run-status';
 
 /**
  * A tool call's life: `pending` (the model asked for it) → `running` → `completed` | `failed`,

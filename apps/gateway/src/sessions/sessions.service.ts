@@ -4,16 +4,16 @@ import { LOGGER } from '@app/logging';
 import { ToolResult } from '@app/contracts';
 import type { Logger } from 'pino';
 import { QuotasService } from '../quotas/quotas.service';
-import { RunControlService } from '../runs/run-control.service';
 import { ExecutorClient } from '../tools/executor.client';
 import { ToolRegistry } from '../tools/tool-registry';
 import {
   InvalidToolArgumentsError,
-  ToolDispatcher,
+  ToolRouter,
   ToolInfrastructureError,
   UnknownToolError,
-} from '../tools/tool-dispatcher';
+} from '../tools/tool-router';
 import { SessionRouteCache } from './session-route-cache';
+import { SessionRunsCanceller } from './session-runs-canceller';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
 
 /** A sandbox frees up when a session is deleted or its idle container is reaped. */
@@ -28,10 +28,10 @@ export class SessionsService {
   constructor(
     private readonly sessions: SessionsRepository,
     private readonly executor: ExecutorClient,
-    private readonly tools: ToolDispatcher,
+    private readonly tools: ToolRouter,
     private readonly registry: ToolRegistry,
     private readonly quotas: QuotasService,
-    private readonly runControl: RunControlService,
+    private readonly runs: SessionRunsCanceller,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
@@ -53,7 +53,7 @@ export class SessionsService {
     const session = await this.get(tenantId, id);
     this.routes.forget(tenantId, id);
     await this.sessions.markDeleted(tenantId, id);
-    const cancelled = await this.runControl.cancelSessionRuns(tenantId, id);
+    const cancelled = await this.runs.cancelSessionRuns(tenantId, id);
     if (cancelled > 0) this.logger.info({ tenantId, sessionId: id, cancelled }, 'cancelled the runs of a deleted session');
     const released = await this.executor.releaseSession(tenantId, id, session.executorId);
     if (!released) {

@@ -1,14 +1,21 @@
 import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
+import { ApiKeyRecord, ApiKeyStore } from '../auth/api-key-store';
 import { parseStoredLimits, TenantLimits } from '../quotas/tenant-limits';
-import { parseStoredRunDefaults, RunDefaults } from '../runs/run-defaults';
+
+/**
+ * A tenant's or key's saved run defaults, as stored: the admin API validates them against the
+ * runs feature's schema before they are written, and runs read them back through their own
+ * repository, so tenancy keeps them as opaque JSON and does not depend on runs.
+ */
+export type SavedRunDefaults = Record<string, unknown>;
 
 export interface TenantView {
   id: string;
   name: string;
   limits: TenantLimits;
-  runDefaults: RunDefaults | null;
+  runDefaults: SavedRunDefaults | null;
   createdAt: Date;
 }
 
@@ -16,24 +23,16 @@ export interface ApiKeyView {
   id: string;
   name: string | null;
   prefix: string;
-  runDefaults: RunDefaults | null;
+  runDefaults: SavedRunDefaults | null;
   createdAt: Date;
   revokedAt: Date | null;
 }
 
 const API_KEY_COLUMNS = { id: true, name: true, prefix: true, runDefaults: true, createdAt: true, revokedAt: true } as const;
 
-export interface ApiKeyRecord {
-  id: string;
-  tenantId: string;
-  prefix: string;
-  keyHash: string;
-  revoked: boolean;
-}
-
 /** Tenants and their API keys: deployment-wide data, read and written by the admin API and auth. */
 @Injectable()
-export class TenantsRepository {
+export class TenantsRepository implements ApiKeyStore {
   constructor(private readonly db: PrismaService) {}
 
   async create(name: string, limits: TenantLimits): Promise<TenantView | 'exists'> {
@@ -71,7 +70,7 @@ export class TenantsRepository {
   }
 
   /** Replaces (or, with null, clears) the defaults of the tenant's runs. Null when there is no tenant. */
-  async setRunDefaults(id: string, defaults: RunDefaults | null): Promise<TenantView | null> {
+  async setRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<TenantView | null> {
     const res = await this.db.system((tx) => tx.tenant.updateMany({ where: { id }, data: { runDefaults: jsonOrNull(defaults) } }));
     return res.count > 0 ? this.findById(id) : null;
   }
@@ -84,7 +83,7 @@ export class TenantsRepository {
   }
 
   /** Replaces (or clears) the defaults of runs made with this key. Null when there is no such key. */
-  async setKeyRunDefaults(id: string, defaults: RunDefaults | null): Promise<ApiKeyView | null> {
+  async setKeyRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<ApiKeyView | null> {
     return this.db.system(async (tx) => {
       const res = await tx.apiKey.updateMany({ where: { id }, data: { runDefaults: jsonOrNull(defaults) } });
       if (res.count === 0) return null;
@@ -121,15 +120,19 @@ function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; run
     id: row.id,
     name: row.name,
     limits: parseStoredLimits(row.limits),
-    runDefaults: parseStoredRunDefaults(row.runDefaults),
+    runDefaults: storedRunDefaults(row.runDefaults),
     createdAt: row.createdAt,
   };
 }
 
 function toApiKey(row: Omit<ApiKeyView, 'runDefaults'> & { runDefaults: Prisma.JsonValue }): ApiKeyView {
-  return { ...row, runDefaults: parseStoredRunDefaults(row.runDefaults) };
+  return { ...row, runDefaults: storedRunDefaults(row.runDefaults) };
 }
 
-function jsonOrNull(value: RunDefaults | null): Prisma.InputJsonValue | typeof Prisma.DbNull {
+function storedRunDefaults(value: Prisma.JsonValue): SavedRunDefaults | null {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as SavedRunDefaults) : null;
+}
+
+function jsonOrNull(value: SavedRunDefaults | null): Prisma.InputJsonValue | typeof Prisma.DbNull {
   return value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue);
 }

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { AuthService } from '../auth/auth.service';
-import { generateApiKey } from './api-key';
+import { generateApiKey } from '../auth/api-key';
 import { applyLimitsPatch, limitsForNewTenant, TenantLimits, TenantLimitsPatch } from '../quotas/tenant-limits';
-import { ApiKeyView, TenantsRepository, TenantView } from './tenants.repository';
-import { RunDefaults } from '../runs/run-defaults';
+import { ApiKeyView, SavedRunDefaults, TenantsRepository, TenantView } from './tenants.repository';
 
 @Injectable()
 export class TenantsService {
@@ -34,14 +33,14 @@ export class TenantsService {
   }
 
   /** Replaces the defaults of the tenant's runs (null clears them); they apply to runs created from now on. */
-  async setRunDefaults(id: string, defaults: RunDefaults | null): Promise<TenantView> {
+  async setRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<TenantView> {
     const tenant = await this.tenants.setRunDefaults(id, defaults);
     if (!tenant) throw AppError.notFound('tenant', id);
     return tenant;
   }
 
   /** Replaces the defaults of the runs made with one API key (null clears them). */
-  async setKeyRunDefaults(id: string, defaults: RunDefaults | null): Promise<ApiKeyView> {
+  async setKeyRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<ApiKeyView> {
     const key = await this.tenants.setKeyRunDefaults(id, defaults);
     if (!key) throw AppError.notFound('api key', id);
     return key;

@@ -1,6 +1,7 @@
+import { Provider, Type } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { ToolDefinition } from './tool-definition';
-import type { ToolContext } from './tool-dispatcher';
+import type { ToolContext } from './tool-router';
 
 /** What a gateway tool gets besides its arguments: the call's context with its limits resolved. */
 export interface GatewayToolContext extends ToolContext {
@@ -14,7 +15,7 @@ export type GatewayToolResult = ToolResult & { executorId?: string };
 
 /**
  * A tool that runs in the gateway (Postgres-backed memory, search, todos, skills ...). It is
- * registered beside its definition; the ToolDispatcher validates the arguments with
+ * registered beside its definition; the ToolRouter validates the arguments with
  * `definition.parameters` and then calls `execute` with the parsed result.
  */
 export interface GatewayTool {
@@ -24,8 +25,13 @@ export interface GatewayTool {
   unavailableReason?(): string | undefined;
 }
 
-/** Nest token for the list of gateway tools the ToolRegistry registers. */
+/** Nest token under which each feature module contributes its gateway tools to the ToolRegistry. */
 export const GATEWAY_TOOLS = Symbol('GATEWAY_TOOLS');
+
+/** A feature module's gateway tools and its GATEWAY_TOOLS contribution of them, for its `providers`. */
+export function gatewayToolProviders(...tools: Array<Type<GatewayTool>>): Provider[] {
+  return [...tools, { provide: GATEWAY_TOOLS, inject: tools, useFactory: (...instances: GatewayTool[]) => instances }];
+}
 
 export function toolOutput(output: string, metadata: Record<string, unknown> = {}): GatewayToolResult {
   return { output, metadata, is_error: false };

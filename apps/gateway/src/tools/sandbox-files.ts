@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
-import { ToolInfrastructureError } from './tool-dispatcher';
+import { ToolInfrastructureError } from './tool-router';
 
 /** Where a path led: a file's bytes, a folder, or an error the tool should report. */
 export type ReadOutcome =

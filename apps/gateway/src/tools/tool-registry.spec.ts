@@ -45,10 +45,9 @@ function productionRegistry(): ToolRegistry {
     new RagSearchTool(unused, unused),
     new TodoTool(unused),
     new SkillTool(unused),
+    new DelegateTaskTool(unused as SubRuns, unused),
   ];
-  const registry = new ToolRegistry(gatewayTools);
-  new DelegateTaskTool(registry, unused as SubRuns, unused).onModuleInit();
-  return registry;
+  return new ToolRegistry(gatewayTools);
 }
 
 describe('ToolRegistry toolsets', () => {

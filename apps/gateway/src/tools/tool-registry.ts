@@ -1,8 +1,7 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { FILE_TOOLS } from './definitions/file-tools';
 import { TERMINAL_TOOL } from './definitions/terminal-tool';
-import { GATEWAY_TOOLS, GatewayTool } from './gateway-tool';
+import { GatewayTool } from './gateway-tool';
 import { ToolDefinition, ToolsetName } from './tool-definition';
 
 export const TOOLSET_NAMES = ['minimal', 'coding', 'research', 'browser', 'default', 'all'] as const;
@@ -19,14 +18,16 @@ export interface ToolManifestEntry {
   unavailable_reason?: string;
 }
 
-/** Every tool this gateway can offer, and the named toolsets over them. */
-@Injectable()
+/**
+ * Every tool this gateway can offer, and the named toolsets over them. The sandbox tools are
+ * built in; gateway tools come from the feature modules (GatewayToolCollector).
+ */
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly schemas = new Map<string, Record<string, unknown>>();
   private readonly gatewayTools = new Map<string, GatewayTool>();
 
-  constructor(@Optional() @Inject(GATEWAY_TOOLS) gatewayTools: GatewayTool[] = []) {
+  constructor(gatewayTools: GatewayTool[] = []) {
     for (const tool of [...FILE_TOOLS, TERMINAL_TOOL]) this.register(tool);
     for (const tool of gatewayTools) this.registerGatewayTool(tool);
   }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
+import { toolTimeLimitSeconds } from './tool-time-limit';
 import { truncateOutput } from './truncate-output';
 
 export const DEFAULT_MAX_OUTPUT_CHARS = 30_000;
@@ -45,7 +46,7 @@ export class InvalidToolArgumentsError extends Error {}
 
 /** Runs one tool call wherever that tool lives, validating its arguments first. */
 @Injectable()
-export class ToolDispatcher {
+export class ToolRouter {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly executor: ExecutorClient,
@@ -68,7 +69,7 @@ export class ToolDispatcher {
     if (!tool) throw new UnknownToolError(`unknown tool ${name}`);
     const args = this.parseArguments(name, rawArgs);
     const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
-    const timeoutSeconds = this.timeoutFor(name, args, ctx.timeouts);
+    const timeoutSeconds = toolTimeLimitSeconds(name, tool, args, ctx.timeouts);
     if (tool.runsIn === 'gateway') return this.executeInGateway(ctx, name, args, maxOutputChars, timeoutSeconds);
     let reply;
     try {
@@ -107,13 +108,5 @@ export class ToolDispatcher {
     if (!runner) throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
     const result = await runner.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
     return { ...result, output: truncateOutput(result.output, maxOutputChars) };
-  }
-
-  private timeoutFor(name: string, args: Record<string, unknown>, overrides?: Record<string, number>): number {
-    const tool = this.registry.get(name);
-    const fromArgs = name === 'terminal' && typeof args.timeout_seconds === 'number' ? args.timeout_seconds : undefined;
-    const limit = overrides?.[name];
-    const wanted = fromArgs ?? limit ?? tool?.timeoutSeconds ?? 120;
-    return limit !== undefined ? Math.min(wanted, limit) : wanted;
   }
 }

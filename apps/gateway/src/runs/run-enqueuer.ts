@@ -1,12 +1,11 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { RUN_CONSUMER, RUN_QUEUE_SUBJECT, RUN_STREAM, runQueuedSchema } from '@app/contracts';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { jsonCodec, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
-import { AckPolicy, JSONCodec, RetentionPolicy, StorageType } from 'nats';
+import { AckPolicy, RetentionPolicy, StorageType } from 'nats';
+import { RunLeasesRepository } from './run-leases.repository';
 import { RunsRepository } from './runs.repository';
-
-const codec = JSONCodec<unknown>();
 
 /**
  * Puts runs on the JetStream work queue: new runs, runs to resume after an approval, the
@@ -15,11 +14,12 @@ const codec = JSONCodec<unknown>();
  * one worker executes it.
  */
 @Injectable()
-export class RunDispatcher implements OnModuleInit {
+export class RunEnqueuer implements OnModuleInit {
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly runs: RunsRepository,
+    private readonly leases: RunLeasesRepository,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -27,17 +27,17 @@ export class RunDispatcher implements OnModuleInit {
   }
 
   /**
-   * Queues the run. The first dispatch of a run uses its id as the JetStream message id, so
+   * Queues the run. The first enqueue of a run uses its id as the JetStream message id, so
    * a repeated publish is dropped; later ones (resumes) get their own ids.
    */
-  async dispatch(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
-    if (reason !== 'created') await this.runs.markDispatched(tenantId, runId);
+  async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
+    if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
     await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`);
   }
 
   /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */
-  async redispatch(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
-    if (!(await this.runs.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
+  async requeue(tenantId: string, runId: string, seenDispatchedAt: Date | null): Promise<boolean> {
+    if (!(await this.leases.markDispatched(tenantId, runId, seenDispatchedAt))) return false;
     await this.publish(tenantId, runId, `${runId}.stranded.${randomBytes(6).toString('hex')}`);
     return true;
   }
@@ -45,12 +45,12 @@ export class RunDispatcher implements OnModuleInit {
   /** After a run of the session ended: start the oldest run queued behind it. */
   async startNextInSession(tenantId: string, sessionId: string): Promise<void> {
     const next = await this.runs.nextQueued(tenantId, sessionId);
-    if (next) await this.dispatch(tenantId, next.id, 'session_free');
+    if (next) await this.enqueue(tenantId, next.id, 'session_free');
   }
 
   private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
     const payload = runQueuedSchema.parse({ tenant_id: tenantId, run_id: runId });
-    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, codec.encode(payload), { msgID });
+    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, jsonCodec.encode(payload), { msgID });
   }
 
   /**

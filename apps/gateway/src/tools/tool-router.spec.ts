@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ExecutorClient } from './executor.client';
 import { GatewayTool, GatewayToolContext } from './gateway-tool';
-import { InvalidToolArgumentsError, ToolDispatcher } from './tool-dispatcher';
+import { InvalidToolArgumentsError, ToolRouter } from './tool-router';
 import { ToolRegistry } from './tool-registry';
 
 class EchoTool implements GatewayTool {
@@ -22,28 +22,28 @@ class EchoTool implements GatewayTool {
   }
 }
 
-describe('ToolDispatcher with gateway tools', () => {
+describe('ToolRouter with gateway tools', () => {
   const callTool = jest.fn();
   const executor = { callTool } as unknown as ExecutorClient;
   const echo = new EchoTool();
-  const dispatcher = new ToolDispatcher(new ToolRegistry([echo]), executor);
+  const router = new ToolRouter(new ToolRegistry([echo]), executor);
   const ctx = { tenantId: 'ten_1', sessionId: 'ses_1', executorId: null, runId: 'run_1', memoryScope: 'user:7' };
 
   it('runs a gateway tool in the gateway with parsed arguments, its limits, and the run context', async () => {
-    const result = await dispatcher.execute({ ...ctx, maxOutputChars: 100, timeouts: { echo: 3 } }, 'echo', { text: 'ab' });
+    const result = await router.execute({ ...ctx, maxOutputChars: 100, timeouts: { echo: 3 } }, 'echo', { text: 'ab' });
     expect(result).toEqual({ output: 'ababab', metadata: { length: 2 }, is_error: false });
     expect(echo.seen[0].ctx).toMatchObject({ runId: 'run_1', memoryScope: 'user:7', maxOutputChars: 100, timeoutMs: 3_000 });
     expect(callTool).not.toHaveBeenCalled();
   });
 
   it('uses the tool\'s own timeout, and cuts its output to the budget', async () => {
-    const result = await dispatcher.execute({ ...ctx, maxOutputChars: 10 }, 'echo', { text: 'abcdef' });
+    const result = await router.execute({ ...ctx, maxOutputChars: 10 }, 'echo', { text: 'abcdef' });
     expect(result.output).toBe('abcdefabcd\n… 8 characters cut (max_output_chars=10)');
     expect(echo.seen[1].ctx.timeoutMs).toBe(7_000);
   });
 
   it('refuses bad arguments before the tool runs', async () => {
-    await expect(dispatcher.execute(ctx, 'echo', { text: '' })).rejects.toThrow(InvalidToolArgumentsError);
+    await expect(router.execute(ctx, 'echo', { text: '' })).rejects.toThrow(InvalidToolArgumentsError);
     expect(echo.seen).toHaveLength(2);
   });
 

@@ -2,18 +2,16 @@ import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap }
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueuedSchema } from '@app/contracts';
 import { LOGGER } from '@app/logging';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { decodeJson, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import { ConsumerMessages, JSONCodec, JsMsg, Subscription } from 'nats';
+import { ConsumerMessages, JsMsg, Subscription } from 'nats';
 import type { Logger } from 'pino';
 import { RunAbort } from './run-abort';
 import { RunLoop, RunOutcome } from './run-loop';
-import { RunsRepository } from './runs.repository';
+import { RunLeasesRepository } from './run-leases.repository';
 import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
-
-const codec = JSONCodec<unknown>();
 
 /** How long one read of the deployment's worker holds serves the fairness decisions. */
 const HOLDS_TTL_MS = 250;
@@ -38,7 +36,7 @@ export type InlineOutcome = RunOutcome | 'held';
  * another tenant's run behind it gets the worker.
  */
 @Injectable()
-export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
   /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
@@ -57,7 +55,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly loop: RunLoop,
-    private readonly runs: RunsRepository,
+    private readonly runs: RunLeasesRepository,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.free = config.RUNBOX_RUN_WORKERS;
@@ -70,7 +68,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   async onApplicationBootstrap(): Promise<void> {
     this.cancelSubscription = this.nats.connection.subscribe(RUN_CANCEL_SUBJECT, {
       callback: (_err, msg) => {
-        const parsed = runCancelSchema.safeParse(safeDecode(msg.data));
+        const parsed = runCancelSchema.safeParse(decodeJson(msg.data));
         if (parsed.success) this.abort(parsed.data.run_id, 'cancel');
       },
     });
@@ -124,7 +122,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   private async handle(msg: JsMsg): Promise<void> {
-    const parsed = runQueuedSchema.safeParse(safeDecode(msg.data));
+    const parsed = runQueuedSchema.safeParse(decodeJson(msg.data));
     if (!parsed.success) {
       this.logger.warn('dropped an invalid run-queue message');
       msg.term();
@@ -271,14 +269,6 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
 
 /** The tenant a run-queue message names, if it is valid. */
 function tenantOf(msg: JsMsg): string | undefined {
-  const parsed = runQueuedSchema.safeParse(safeDecode(msg.data));
+  const parsed = runQueuedSchema.safeParse(decodeJson(msg.data));
   return parsed.success ? parsed.data.tenant_id : undefined;
-}
-
-function safeDecode(data: Uint8Array): unknown {
-  try {
-    return codec.decode(data);
-  } catch {
-    return undefined;
-  }
 }

@@ -2,9 +2,9 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Use
 import { AdminGuard } from '../auth/admin.guard';
 import { pathId } from '../common/ids';
 import { validate } from '../common/validate';
-import { ApiKeyView, TenantView } from './tenants.repository';
-import { createApiKeySchema, createTenantSchema, noQuerySchema, updateApiKeySchema, updateTenantSchema } from './tenants.schemas';
-import { TenantsService } from './tenants.service';
+import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
+import { createApiKeySchema, createTenantSchema, noQuerySchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
+import { TenantsService } from '../tenants/tenants.service';
 
 @Controller('v1/admin')
 @UseGuards(AdminGuard)

@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '@app/persistence';
+import { lockRun } from './run-tx';
+import { isTerminal, RunStatus } from './run-status';
+import { RunView, toRun } from './runs.repository';
+import { WorkerHolds } from './worker-share';
+
+export type ClaimOutcome =
+  | { kind: 'claimed'; run: RunView; recovered: boolean; recoveries: number }
+  | { kind: 'finished' }
+  | { kind: 'held'; retryInMs: number };
+
+/** Which worker executes a run: its claim (a lease renewed by heartbeats), and when it was last put on the queue. */
+@Injectable()
+export class RunLeasesRepository {
+  constructor(private readonly db: PrismaService) {}
+
+  /**
+   * Takes the run for this worker. A live claim of another worker is respected (the caller
+   * retries after it would lapse); a lapsed one is taken over and counted as a recovery.
+   */
+  async claim(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, runId);
+      if (!locked || isTerminal(locked.status)) return { kind: 'finished' as const };
+      const heldByOther = locked.leaseOwner !== null && locked.leaseOwner !== owner;
+      if (heldByOther && locked.leaseExpiresAt && locked.leaseExpiresAt > locked.now) {
+        return { kind: 'held' as const, retryInMs: locked.leaseExpiresAt.getTime() - locked.now.getTime() + 500 };
+      }
+      const recovered = heldByOther && locked.status === 'running';
+      const row = await tx.run.update({
+        where: { id: runId },
+        data: {
+          leaseOwner: owner,
+          leaseExpiresAt: new Date(locked.now.getTime() + leaseMs),
+          ...(recovered ? { recoveries: { increment: 1 } } : {}),
+        },
+      });
+      return { kind: 'claimed' as const, run: toRun(row), recovered, recoveries: row.recoveries };
+    });
+  }
+
+  /** Extends this worker's claim; returns the run's status, or null when the claim was lost. */
+  async renewLease(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<RunStatus | null> {
+    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ status: string }>>`
+      UPDATE runs SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+       WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}
+       RETURNING status`);
+    return (rows[0]?.status as RunStatus | undefined) ?? null;
+  }
+
+  async releaseLease(tenantId: string, runId: string, owner: string): Promise<void> {
+    await this.db.tenant(tenantId, (tx) =>
+      tx.run.updateMany({ where: { id: runId, tenantId, leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } }),
+    );
+  }
+
+  /** Notes that the run was put on the queue now; with `unlessSince`, only if nobody else did since then. */
+  async markDispatched(tenantId: string, runId: string, unlessSince?: Date | null): Promise<boolean> {
+    const res = await this.db.tenant(tenantId, (tx) =>
+      tx.run.updateMany({
+        where: { id: runId, tenantId, ...(unlessSince !== undefined ? { dispatchedAt: unlessSince } : {}) },
+        data: { dispatchedAt: new Date() },
+      }),
+    );
+    return res.count > 0;
+  }
+
+  // --- Sharing run workers between tenants: deployment-wide reads of the live leases ---
+
+  /**
+   * Top-level runs the workers of other gateway replicas hold now (a live lease), per
+   * tenant, and how many replicas those are. A lease owner is `<replica>/<claim>`; the
+   * caller counts its own replica's runs itself. Sub-runs are left out: they run inside
+   * their parent's worker.
+   */
+  async workerHoldsElsewhere(replica: string): Promise<WorkerHolds> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ tenant_id: string; held: number; replicas: number }>>`
+      WITH live AS (
+        SELECT tenant_id, split_part(lease_owner, '/', 1) AS replica FROM runs
+         WHERE status IN ('queued', 'running', 'requires_approval') AND parent_run_id IS NULL
+           AND lease_owner IS NOT NULL AND lease_expires_at > now())
+      SELECT tenant_id, count(*)::int AS held, (SELECT count(DISTINCT replica) FROM live WHERE replica <> ${replica})::int AS replicas
+        FROM live WHERE replica <> ${replica} GROUP BY tenant_id`);
+    return { byTenant: new Map(rows.map((r) => [r.tenant_id, r.held])), replicas: rows[0]?.replicas ?? 0 };
+  }
+}

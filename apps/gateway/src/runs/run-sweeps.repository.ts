@@ -1,0 +1,45 @@
+import { Injectable } from '@nestjs/common';
+import { PrismaService } from '@app/persistence';
+
+export interface StrandedRun {
+  tenantId: string;
+  id: string;
+  dispatchedAt: Date | null;
+}
+
+/** Deployment-wide sweeps (as runbox_system, across tenants) for work nobody else will notice. */
+@Injectable()
+export class RunSweepsRepository {
+  constructor(private readonly db: PrismaService) {}
+
+  /**
+   * Deployment-wide sweep: runs nobody is working on that should be. Queued and running
+   * runs without a live claim that were not put on the queue recently (the queue message
+   * was lost, or the worker died after taking it), and runs waiting for approval whose
+   * approvals have all been decided.
+   */
+  async stranded(idleMs: number, limit = 100): Promise<StrandedRun[]> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ id: string; tenant_id: string; dispatched_at: Date | null }>>`
+      SELECT r.id, r.tenant_id, r.dispatched_at FROM runs r
+       WHERE r.status IN ('queued', 'running', 'requires_approval')
+         AND (r.lease_expires_at IS NULL OR r.lease_expires_at < now())
+         AND (r.dispatched_at IS NULL OR r.dispatched_at < now() - ${idleMs} * interval '1 millisecond')
+         AND (r.status <> 'requires_approval' OR NOT EXISTS (
+               SELECT 1 FROM tool_calls c WHERE c.run_id = r.id AND c.status = 'awaiting_approval'))
+       ORDER BY r.dispatched_at NULLS FIRST
+       LIMIT ${limit}`);
+    return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id, dispatchedAt: r.dispatched_at }));
+  }
+
+  /** Deployment-wide sweep: approvals still undecided past their deadline. */
+  async expiredApprovals(limit = 100): Promise<Array<{ tenantId: string; runId: string; callId: string }>> {
+    const rows = await this.db.system((tx) =>
+      tx.toolCall.findMany({
+        where: { status: 'awaiting_approval', expiresAt: { lt: new Date() } },
+        select: { tenantId: true, runId: true, callId: true },
+        take: limit,
+      }),
+    );
+    return rows;
+  }
+}

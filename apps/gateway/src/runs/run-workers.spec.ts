@@ -1,0 +1,240 @@
+import { jsonCodec, NatsClient } from '@app/messaging';
+import type { JsMsg } from 'nats';
+import { abortKind, RunAbort } from './run-abort';
+import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
+import { RunWorkers } from './run-workers';
+import { InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
+
+const LEASE_MS = 30_000;
+
+/** The run-queue messages one consumer delivers, pushed by the test. */
+class MessageFeed implements AsyncIterable<JsMsg> {
+  private readonly waiting: JsMsg[] = [];
+  private next?: (result: IteratorResult<JsMsg>) => void;
+  private closed = false;
+
+  push(msg: JsMsg): void {
+    if (this.next) this.next({ value: msg, done: false });
+    else this.waiting.push(msg);
+    this.next = undefined;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.next?.({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<JsMsg> {
+    return {
+      next: () => {
+        const msg = this.waiting.shift();
+        if (msg) return Promise.resolve({ value: msg, done: false });
+        if (this.closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.next = resolve));
+      },
+    };
+  }
+}
+
+/** A queue message that records what the worker did with it; `settled` resolves on ack, nak or term. */
+function queueMessage(payload: unknown) {
+  const seen = { working: 0, outcome: undefined as undefined | 'ack' | 'term' | { nak: number | undefined } };
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  const end = (outcome: typeof seen.outcome) => {
+    seen.outcome = outcome;
+    settle();
+  };
+  const msg = {
+    data: jsonCodec.encode(payload),
+    info: { deliveryCount: 1 },
+    ack: () => end('ack'),
+    nak: (delay?: number) => end({ nak: delay }),
+    term: () => end('term'),
+    working: () => {
+      seen.working++;
+    },
+  };
+  return { msg: msg as unknown as JsMsg, seen, settled };
+}
+
+/** A run loop that hands each execution to the test, which ends it (or lets an abort end it). */
+class ControlledLoop {
+  readonly executions: Array<{ runId: string; signal: AbortSignal; options: ExecuteOptions; finish: (outcome: RunOutcome) => void }> = [];
+  private waiter?: () => void;
+
+  execute = (run: { id: string }, signal: AbortSignal, options: ExecuteOptions): Promise<RunOutcome> =>
+    new Promise((resolve) => {
+      // Like the real loop: a stopped worker returns `aborted`.
+      signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+      this.executions.push({ runId: run.id, signal, options, finish: resolve });
+      this.waiter?.();
+    });
+
+  /** Resolves once the loop was asked to execute `count` runs in all. */
+  started(count = 1): Promise<void> {
+    if (this.executions.length >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiter = () => {
+        if (this.executions.length >= count) resolve();
+      };
+    });
+  }
+}
+
+function setUp() {
+  const store = new InMemoryRuns();
+  const feed = new MessageFeed();
+  let onCancel: ((err: unknown, msg: { data: Uint8Array }) => void) | undefined;
+  const nats = {
+    connection: {
+      subscribe: (_subject: string, opts: { callback: typeof onCancel }) => {
+        onCancel = opts.callback;
+        return { unsubscribe: () => undefined };
+      },
+      jetstream: () => ({ consumers: { get: async () => ({ consume: async () => feed }) } }),
+    },
+  } as unknown as NatsClient;
+  const loop = new ControlledLoop();
+  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, store.leasesRepository(), silentLogger);
+  const deliver = (runId: string) => {
+    const message = queueMessage({ tenant_id: 'ten_1', run_id: runId });
+    feed.push(message.msg);
+    return message;
+  };
+  const cancel = (runId: string) => onCancel?.(null, { data: jsonCodec.encode({ run_id: runId }) });
+  return { store, feed, loop, workers, deliver, cancel };
+}
+
+describe('RunWorkers', () => {
+  beforeEach(() => jest.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z') }));
+  afterEach(() => jest.useRealTimers());
+
+  it("leaves a run whose claim another worker holds, to look again when that claim would lapse", async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running', leaseOwner: 'other-worker/1', leaseExpiresAt: Date.now() + 20_000 });
+    await workers.onApplicationBootstrap();
+
+    const message = deliver(run.id);
+    await message.settled;
+
+    expect(message.seen.outcome).toEqual({ nak: 20_500 });
+    expect(loop.executions).toEqual([]);
+    expect(store.run(run.id).leaseOwner).toBe('other-worker/1');
+    await workers.beforeApplicationShutdown();
+  });
+
+  it('takes over a run whose worker stopped heartbeating, counted as a recovery, and resumes it', async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running', leaseOwner: 'dead-worker/1', leaseExpiresAt: Date.now() - 1, recoveries: 1 });
+    await workers.onApplicationBootstrap();
+
+    const message = deliver(run.id);
+    await loop.started();
+    expect(loop.executions[0].options).toEqual({ recovered: true, recoveries: 2 });
+    expect(store.run(run.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
+    expect(store.run(run.id).leaseExpiresAt).toBe(Date.now() + LEASE_MS);
+
+    loop.executions[0].finish('finished');
+    await message.settled;
+    expect(message.seen.outcome).toBe('ack');
+    await workers.beforeApplicationShutdown(); // waits for the worker to let go
+    expect(store.run(run.id).leaseOwner).toBeNull();
+  });
+
+  it('renews the claim with each heartbeat and stops the run once another worker has taken it', async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+
+    await jest.advanceTimersByTimeAsync(LEASE_MS / 3);
+    expect(message.seen.working).toBe(1);
+    expect(store.run(run.id).leaseExpiresAt).toBe(Date.now() + LEASE_MS);
+    expect(loop.executions[0].signal.aborted).toBe(false);
+
+    // This worker stalled; its claim lapsed and another worker took the run.
+    store.run(run.id).leaseOwner = 'other-worker/2';
+    await jest.advanceTimersByTimeAsync(LEASE_MS / 3);
+
+    expect(abortKind(loop.executions[0].signal)).toBe('lease_lost');
+    await message.settled;
+    expect(message.seen.outcome).toBe('ack');
+    expect(store.run(run.id).leaseOwner).toBe('other-worker/2');
+    await workers.beforeApplicationShutdown();
+  });
+
+  it('stops a run it executes when a cancel notice for it arrives', async () => {
+    const { store, loop, workers, deliver, cancel } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+
+    cancel('run_other');
+    expect(loop.executions[0].signal.aborted).toBe(false);
+    cancel(run.id);
+
+    expect(loop.executions[0].signal.reason).toEqual(new RunAbort('cancel'));
+    await message.settled;
+    await workers.beforeApplicationShutdown();
+  });
+
+  it('on shutdown lets go of its runs and puts their messages straight back on the queue', async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+
+    await workers.beforeApplicationShutdown();
+
+    expect(abortKind(loop.executions[0].signal)).toBe('shutdown');
+    expect(message.seen.outcome).toEqual({ nak: undefined });
+    expect(store.run(run.id).leaseOwner).toBeNull();
+  });
+
+  it('drops a message that is not a run-queue message', async () => {
+    const { feed, loop, workers } = setUp();
+    await workers.onApplicationBootstrap();
+    const message = queueMessage({ hello: 'world' });
+
+    feed.push(message.msg);
+    await message.settled;
+
+    expect(message.seen.outcome).toBe('term');
+    expect(loop.executions).toEqual([]);
+    await workers.beforeApplicationShutdown();
+  });
+
+  describe('executing a sub-run inline, in its parent worker', () => {
+    it('claims it, executes it, and lets the claim go', async () => {
+      const { store, loop, workers } = setUp();
+      const sub = store.addRun({ status: 'queued', parentRunId: 'run_parent', depth: 1 });
+
+      const outcome = workers.executeInline('ten_1', sub.id, new AbortController().signal);
+      await loop.started();
+      expect(store.run(sub.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
+      loop.executions[0].finish('finished');
+
+      expect(await outcome).toBe('finished');
+      expect(store.run(sub.id).leaseOwner).toBeNull();
+    });
+
+    it("stops it when the parent's worker stops, and says so when another worker holds it", async () => {
+      const { store, loop, workers } = setUp();
+      const sub = store.addRun({ status: 'running', parentRunId: 'run_parent', depth: 1 });
+      const parent = new AbortController();
+
+      const outcome = workers.executeInline('ten_1', sub.id, parent.signal);
+      await loop.started();
+      parent.abort(new RunAbort('cancel'));
+      expect(await outcome).toBe('aborted');
+
+      store.run(sub.id).leaseOwner = 'other-worker/3';
+      store.run(sub.id).leaseExpiresAt = Date.now() + LEASE_MS;
+      expect(await workers.executeInline('ten_1', sub.id, new AbortController().signal)).toBe('held');
+    });
+  });
+});

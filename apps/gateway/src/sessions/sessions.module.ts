@@ -1,0 +1,18 @@
+import { Module } from '@nestjs/common';
+import { TenancyModule } from '../tenants/tenancy.module';
+import { ToolsModule } from '../tools/tools.module';
+import { SessionsController } from './sessions.controller';
+import { SessionsRepository } from './sessions.repository';
+import { SessionsService } from './sessions.service';
+
+/**
+ * Sessions: their rows and messages, and the /v1/sessions API (direct tool calls included).
+ * Deleting one cancels its runs through SessionRunsCanceller, which the gateway module binds.
+ */
+@Module({
+  imports: [TenancyModule, ToolsModule],
+  controllers: [SessionsController],
+  providers: [SessionsRepository, SessionsService],
+  exports: [SessionsRepository],
+})
+export class SessionsModule {}
