@@ -17,6 +17,7 @@ import { RunControlService } from './runs/run-control.service';
 import { RunDispatcher } from './runs/run-dispatcher';
 import { QuotasRepository } from './quotas/quotas.repository';
 import { QuotasService } from './quotas/quotas.service';
+import { RunEventStream } from './runs/run-event-stream';
 import { RunEventsService } from './runs/run-events.service';
 import { RunLoop } from './runs/run-loop';
 import { RunQueue } from './runs/run-queue';
@@ -90,6 +91,7 @@ class InfrastructureModule implements OnApplicationShutdown {
     ExecutorClient,
     RunsRepository,
     RunEventsService,
+    RunEventStream,
     RunLoop,
     RunQueue,
     RunsService,

@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Patch, Post, UseGuards } from '@nestjs/common';
+import { z } from 'zod';
 import { AdminGuard } from '../auth/admin.guard';
-import { pathId } from '../common/ids';
-import { validate } from '../common/validate';
+import { PathId, ValidBody } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from './tenants.repository';
-import { createApiKeySchema, createTenantSchema, noQuerySchema, updateTenantSchema } from './tenants.schemas';
+import { createApiKeySchema, createTenantSchema, updateTenantSchema } from './tenants.schemas';
 import { TenantsService } from './tenants.service';
 
 @Controller('v1/admin')
@@ -12,48 +12,40 @@ export class AdminController {
   constructor(private readonly tenants: TenantsService) {}
 
   @Post('tenants')
-  async createTenant(@Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const input = validate(createTenantSchema, body, 'body');
+  async createTenant(@ValidBody(createTenantSchema) input: z.output<typeof createTenantSchema>) {
     return tenantJson(await this.tenants.create(input.name, input.limits));
   }
 
   @Get('tenants/:id')
-  async getTenant(@Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    return tenantJson(await this.tenants.get(pathId('tenant', id)));
+  async getTenant(@PathId('tenant') tenantId: string) {
+    return tenantJson(await this.tenants.get(tenantId));
   }
 
   /** Changes limits; they apply to the next session, run or sandbox the tenant creates. */
   @Patch('tenants/:id')
-  async updateTenant(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const tenantId = pathId('tenant', id);
-    const input = validate(updateTenantSchema, body, 'body');
+  async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
     return tenantJson(await this.tenants.updateLimits(tenantId, input.limits));
   }
 
   @Get('tenants/:id/api_keys')
-  async listKeys(@Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const keys = await this.tenants.listKeys(pathId('tenant', id));
+  async listKeys(@PathId('tenant') tenantId: string) {
+    const keys = await this.tenants.listKeys(tenantId);
     return { data: keys.map(apiKeyJson) };
   }
 
   @Post('tenants/:id/api_keys')
-  async createKey(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const tenantId = pathId('tenant', id);
-    const input = validate(createApiKeySchema, body ?? {}, 'body');
+  async createKey(
+    @PathId('tenant') tenantId: string,
+    @ValidBody(createApiKeySchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createApiKeySchema>,
+  ) {
     const key = await this.tenants.issueKey(tenantId, input.name);
     return { id: key.id, key: key.key, prefix: key.prefix };
   }
 
   @Delete('api_keys/:id')
   @HttpCode(204)
-  async revokeKey(@Param('id') id: string, @Query() query: unknown): Promise<void> {
-    validate(noQuerySchema, query, 'query');
-    await this.tenants.revokeKey(pathId('api key', id));
+  async revokeKey(@PathId('api key') keyId: string): Promise<void> {
+    await this.tenants.revokeKey(keyId);
   }
 }
 

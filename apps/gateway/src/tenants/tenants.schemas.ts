@@ -13,5 +13,3 @@ export const createTenantSchema = z
 export const updateTenantSchema = z.object({ limits: tenantLimitsPatchSchema }).strict();
 
 export const createApiKeySchema = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
-
-export { noQuerySchema } from '../common/metadata';
