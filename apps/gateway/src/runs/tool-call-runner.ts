@@ -250,8 +250,7 @@ export class ToolCallRunner {
         typeof args._problem === 'string'
           ? `the arguments for ${call.name} hold text no tool can take (${args._problem})`
           : `the arguments for ${call.name} are not valid JSON; send a JSON object`;
-    }
-    else if (tool) {
+    } else if (tool) {
       try {
         parsed = this.tools.parseArguments(call.name, args);
       } catch (err) {
