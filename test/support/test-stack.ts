@@ -1,4 +1,4 @@
-import { INestApplicationContext } from '@nestjs/common';
+import { INestApplication, INestApplicationContext } from '@nestjs/common';
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,7 +46,7 @@ export class TestStack {
   config!: RunboxConfig;
   db!: TestDatabase;
   nats!: TestNats;
-  private gateway?: { close(): Promise<void> };
+  private gateway?: INestApplication;
   private executor?: INestApplicationContext;
   private env: Record<string, string> = {};
   private gatewayChild?: ChildProcess;
@@ -82,6 +82,12 @@ export class TestStack {
     this.gateway = app;
     this.url = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
     return this;
+  }
+
+  /** The in-process gateway app, for tests that read its routes (not with gatewayProcess). */
+  get gatewayApp(): INestApplication {
+    if (!this.gateway) throw new Error('the gateway does not run in this process');
+    return this.gateway;
   }
 
   /** Starts the built gateway as a child process on the stack's port and waits until it answers. */

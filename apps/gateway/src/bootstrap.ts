@@ -11,6 +11,8 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HttpErrorFilter } from './common/http-error.filter';
 import { checkJsonLimits } from './common/json-limits';
+import { takeUndecodablePathSegmentsLiterally } from './common/undecodable-path';
+import { UndeclaredQueryInterceptor } from './common/validation/undeclared-query.interceptor';
 import { GatewayModule } from './gateway.module';
 import { httpMetricsMiddleware } from './metrics/http-metrics.middleware';
 import { MetricsService } from './metrics/metrics.service';
@@ -29,7 +31,9 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   app.use(httpMetricsMiddleware(app.get(MetricsService)));
   const errors = new HttpErrorFilter(logger, configSecrets(config));
   app.useGlobalFilters(errors);
+  app.useGlobalInterceptors(new UndeclaredQueryInterceptor());
   const limits = { maxDepth: config.RUNBOX_MAX_JSON_DEPTH, maxStringChars: config.RUNBOX_MAX_JSON_STRING_CHARS };
+  app.use(takeUndecodablePathSegmentsLiterally);
   app.use(requireJsonBody);
   // Our own JSON parser, so a malformed, oversized or over-deep body is answered by the same
   // filter (400 invalid_json, 413, 400 naming the limit) rather than by the framework's.

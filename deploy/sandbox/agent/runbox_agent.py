@@ -53,7 +53,21 @@ def serve_connection(conn):
     reader = conn.makefile("rb")
 
     def reply(obj):
-        data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+        try:
+            data = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            # Text with no UTF-8 form (a lone surrogate, from a "\ud800" escape in the
+            # request) cannot go on the wire. The caller gets an error now instead of
+            # waiting out its time limit for a reply that never comes. ensure_ascii: the
+            # id itself may be what cannot be encoded.
+            failure = {"id": obj.get("id"), "result": {
+                "output": "error: this call's result holds text with no UTF-8 form (a lone surrogate, "
+                          "U+D800 to U+DFFF, as a \\ud800 escape in the arguments makes), so it "
+                          "cannot be returned. Send paths, patterns and text as valid Unicode.",
+                "metadata": {"error_code": "unencodable_text"},
+                "is_error": True,
+            }}
+            data = (json.dumps(failure) + "\n").encode("ascii")
         with lock:
             try:
                 conn.sendall(data)
@@ -65,6 +79,9 @@ def serve_connection(conn):
             request = json.loads(line)
         except ValueError:
             reply({"id": None, "error": {"code": "bad_request", "message": "invalid JSON"}})
+            return
+        if not isinstance(request, dict):
+            reply({"id": None, "error": {"code": "bad_request", "message": "a request must be a JSON object"}})
             return
         reply(handle(request))
 

@@ -1,9 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Patch, Post, UseGuards } from '@nestjs/common';
+import { z } from 'zod';
 import { AdminGuard } from '../auth/admin.guard';
-import { pathId } from '../common/ids';
-import { validate } from '../common/validate';
+import { PathId, ValidBody } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
-import { createApiKeySchema, createTenantSchema, noQuerySchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
+import { createApiKeySchema, createTenantSchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
 
 @Controller('v1/admin')
@@ -12,16 +12,13 @@ export class AdminController {
   constructor(private readonly tenants: TenantsService) {}
 
   @Post('tenants')
-  async createTenant(@Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const input = validate(createTenantSchema, body, 'body');
+  async createTenant(@ValidBody(createTenantSchema) input: z.output<typeof createTenantSchema>) {
     return tenantJson(await this.tenants.create(input.name, input.limits));
   }
 
   @Get('tenants/:id')
-  async getTenant(@Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    return tenantJson(await this.tenants.get(pathId('tenant', id)));
+  async getTenant(@PathId('tenant') tenantId: string) {
+    return tenantJson(await this.tenants.get(tenantId));
   }
 
   /**
@@ -29,10 +26,7 @@ export class AdminController {
    * sandbox the tenant creates.
    */
   @Patch('tenants/:id')
-  async updateTenant(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const tenantId = pathId('tenant', id);
-    const input = validate(updateTenantSchema, body, 'body');
+  async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
     let tenant = await this.tenants.get(tenantId);
     if (input.limits !== undefined) tenant = await this.tenants.updateLimits(tenantId, input.limits);
     if (input.run_defaults !== undefined) tenant = await this.tenants.setRunDefaults(tenantId, input.run_defaults);
@@ -41,34 +35,29 @@ export class AdminController {
 
   /** Sets (or, with null, clears) the defaults of runs made with this key, over the tenant's. */
   @Patch('api_keys/:id')
-  async updateKey(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const keyId = pathId('api key', id);
-    const input = validate(updateApiKeySchema, body, 'body');
+  async updateKey(@PathId('api key') keyId: string, @ValidBody(updateApiKeySchema) input: z.output<typeof updateApiKeySchema>) {
     return apiKeyJson(await this.tenants.setKeyRunDefaults(keyId, input.run_defaults));
   }
 
   @Get('tenants/:id/api_keys')
-  async listKeys(@Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const keys = await this.tenants.listKeys(pathId('tenant', id));
+  async listKeys(@PathId('tenant') tenantId: string) {
+    const keys = await this.tenants.listKeys(tenantId);
     return { data: keys.map(apiKeyJson) };
   }
 
   @Post('tenants/:id/api_keys')
-  async createKey(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const tenantId = pathId('tenant', id);
-    const input = validate(createApiKeySchema, body ?? {}, 'body');
+  async createKey(
+    @PathId('tenant') tenantId: string,
+    @ValidBody(createApiKeySchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createApiKeySchema>,
+  ) {
     const key = await this.tenants.issueKey(tenantId, input.name);
     return { id: key.id, key: key.key, prefix: key.prefix };
   }
 
   @Delete('api_keys/:id')
   @HttpCode(204)
-  async revokeKey(@Param('id') id: string, @Query() query: unknown): Promise<void> {
-    validate(noQuerySchema, query, 'query');
-    await this.tenants.revokeKey(pathId('api key', id));
+  async revokeKey(@PathId('api key') keyId: string): Promise<void> {
+    await this.tenants.revokeKey(keyId);
   }
 }
 

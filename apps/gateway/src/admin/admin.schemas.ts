@@ -24,5 +24,3 @@ export const updateTenantSchema = z
 export const updateApiKeySchema = z.object({ run_defaults: runDefaultsPatch }).strict();
 
 export const createApiKeySchema = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
-
-export { noQuerySchema } from '../common/metadata';

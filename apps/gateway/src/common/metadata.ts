@@ -9,8 +9,5 @@ export const metadataSchema = z
   .refine((m) => Object.keys(m).length <= MAX_KEYS, `at most ${MAX_KEYS} keys`)
   .refine((m) => JSON.stringify(m).length <= MAX_JSON_CHARS, `at most ${MAX_JSON_CHARS} characters as JSON`);
 
-/** For routes that take no query parameters: an unknown one is a 400, not silently ignored. */
-export const noQuerySchema = z.object({}).strict();
-
 /** For routes that take no body: none, or `{}`; any field in it is a 400 naming the field. */
 export const emptyBodySchema = z.object({}).strict();

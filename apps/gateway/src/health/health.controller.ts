@@ -1,9 +1,7 @@
-import { Controller, Get, Inject, Query, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Response } from 'express';
-import { noQuerySchema } from '../common/metadata';
-import { validate } from '../common/validate';
 import { ExecutorClient } from '../tools/executor.client';
 
 @Controller()
@@ -16,15 +14,13 @@ export class HealthController {
 
   /** Liveness: the process answers. */
   @Get('healthz')
-  healthz(@Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
+  healthz() {
     return { status: 'ok' };
   }
 
   /** Readiness: Postgres, NATS and at least one executor (with its Docker engine) answer. */
   @Get('readyz')
-  async readyz(@Query() query: unknown, @Res() res: Response): Promise<void> {
-    validate(noQuerySchema, query, 'query');
+  async readyz(@Res() res: Response): Promise<void> {
     const natsUp = !this.nats.connection.isClosed() && (await this.nats.connection.flush().then(() => true, () => false));
     const [postgres, executor] = await Promise.all([this.db.ping(), natsUp ? this.executor.ping() : Promise.resolve(null)]);
     const checks = {

@@ -1,13 +1,11 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Post, Res, UseGuards } from '@nestjs/common';
 import { AppError } from '@app/errors';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '../auth/api-key.guard';
-import { pathId } from '../common/ids';
-import { noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
-import { validate } from '../common/validate';
+import { PathId, ValidBody, ValidQuery } from '../common/validation/request-parts';
 import { MemoryHit, MemoryView } from './memory.repository';
-import { createMemorySchema, listMemoryQuerySchema } from './memory.schemas';
+import { CreateMemoryInput, createMemorySchema, ListMemoryQuery, listMemoryQuerySchema } from './memory.schemas';
 import { MemoryService } from './memory.service';
 
 /**
@@ -20,8 +18,7 @@ export class MemoryController {
   constructor(private readonly memory: MemoryService) {}
 
   @Get()
-  async list(@TenantId() tenantId: string, @Query() query: unknown) {
-    const q = validate(listMemoryQuerySchema, query, 'query');
+  async list(@TenantId() tenantId: string, @ValidQuery(listMemoryQuerySchema) q: ListMemoryQuery) {
     const visibility = q.scope === undefined ? ({ kind: 'all' } as const) : ({ kind: 'scope', scope: q.scope } as const);
     const found = await this.memory.find(tenantId, visibility, q.query, q.limit);
     return { data: found.map(memoryJson) };
@@ -29,27 +26,27 @@ export class MemoryController {
 
   /** 201 with the new fact, or 200 with the one already stored when the same content exists in that scope. */
   @Post()
-  async create(@TenantId() tenantId: string, @Body() body: unknown, @Query() query: unknown, @Res({ passthrough: true }) res: Response) {
-    validate(noQuerySchema, query, 'query');
-    const input = validate(createMemorySchema, body ?? {}, 'body');
+  async create(
+    @TenantId() tenantId: string,
+    @ValidBody(createMemorySchema, { absent: {}, nullIsAbsent: true }) input: CreateMemoryInput,
+    @Res({ passthrough: true }) res: Response,
+  ) {
     const { memory, created } = await this.memory.save(tenantId, input.content, input.scope ?? null);
     res.status(created ? 201 : 200);
     return { ...memoryJson(memory), created };
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const memory = await this.memory.get(tenantId, { kind: 'all' }, pathId('memory', id));
+  async get(@TenantId() tenantId: string, @PathId('memory') id: string) {
+    const memory = await this.memory.get(tenantId, { kind: 'all' }, id);
     if (!memory) throw AppError.notFound('memory', id);
     return memoryJson(memory);
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown): Promise<void> {
-    validate(noQuerySchema, query, 'query');
-    if (!(await this.memory.delete(tenantId, { kind: 'all' }, pathId('memory', id)))) throw AppError.notFound('memory', id);
+  async delete(@TenantId() tenantId: string, @PathId('memory') id: string): Promise<void> {
+    if (!(await this.memory.delete(tenantId, { kind: 'all' }, id))) throw AppError.notFound('memory', id);
   }
 }
 

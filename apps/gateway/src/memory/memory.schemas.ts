@@ -11,6 +11,7 @@ export const MEMORY_MAX_CHARS = 4_000;
 export const memoryContentSchema = z.string().trim().min(1, 'must not be empty').max(MEMORY_MAX_CHARS);
 
 export const createMemorySchema = z.object({ content: memoryContentSchema, scope: memoryScopeSchema.optional() }).strict();
+export type CreateMemoryInput = z.output<typeof createMemorySchema>;
 
 export const listMemoryQuerySchema = z
   .object({
@@ -19,3 +20,4 @@ export const listMemoryQuerySchema = z
     limit: z.coerce.number().int().min(1).max(200).default(50),
   })
   .strict();
+export type ListMemoryQuery = z.output<typeof listMemoryQuerySchema>;

@@ -1,7 +1,5 @@
-import { Controller, Get, Query, Res } from '@nestjs/common';
+import { Controller, Get, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { noQuerySchema } from '../common/metadata';
-import { validate } from '../common/validate';
 import { MetricsService } from './metrics.service';
 
 @Controller()
@@ -9,8 +7,7 @@ export class MetricsController {
   constructor(private readonly metrics: MetricsService) {}
 
   @Get('metrics')
-  async text(@Query() query: unknown, @Res({ passthrough: true }) res: Response): Promise<string> {
-    validate(noQuerySchema, query, 'query');
+  async text(@Res({ passthrough: true }) res: Response): Promise<string> {
     // Set here, not with @Header: that would label a JSON error answer text/plain too.
     res.setHeader('content-type', 'text/plain; version=0.0.4; charset=utf-8');
     return this.metrics.text();

@@ -3,6 +3,7 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { findUnstorableText, toStorableText } from '../common/storable-text';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -104,7 +105,8 @@ export class RunLoop {
       // comes from the provider or the sandbox, not from Runbox's own database or NATS.
       const readable = err instanceof RunFailure || err instanceof ModelError;
       if (!readable && isTransientInfrastructureError(err)) throw err; // the queue retries the run later
-      const message = readable ? err.message : 'internal error while running';
+      // A provider's error text is quoted as it came, so it too may hold NUL.
+      const message = readable ? toStorableText(err.message) : 'internal error while running';
       if (!readable) log.error({ err }, 'run crashed');
       else log.warn({ error: message }, 'run failed');
       await this.fail(run, message, usage);
@@ -160,7 +162,9 @@ export class RunLoop {
     const messages = toModelMessages(await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
-      const deltas = new TextDeltaBuffer((text) => this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text } }));
+      const deltas = new TextDeltaBuffer((text) =>
+        this.events.emit(run.tenantId, run.id, { type: 'message.delta', data: { role: 'assistant', text: toStorableText(text) } }),
+      );
       try {
         ctx.usage.model_calls++;
         const response = await raceAbort(
@@ -183,9 +187,14 @@ export class RunLoop {
     throw lastError ?? new RunFailure('the model call failed');
   }
 
-  /** Stores the model's answer with a pending row per tool call (ids made unique within the run). */
-  private async recordAnswer(ctx: RunContext, response: ModelResponse): Promise<void> {
+  /**
+   * Stores the model's answer with a pending row per tool call (ids made unique within the
+   * run). What the model wrote is kept, except text Postgres cannot hold (NUL, lone
+   * surrogates), which becomes U+FFFD; arguments that decode to such text are judged invalid.
+   */
+  private async recordAnswer(ctx: RunContext, model: ModelResponse): Promise<void> {
     const { run } = ctx;
+    const response = storableResponse(model);
     const used = new Set((await this.toolCalls.all(run.tenantId, run.id)).map((c) => c.callId));
     const rawCalls = response.toolCalls.map((c) => {
       // Some models reuse ids across turns or leave them empty; the run needs them unique.
@@ -193,19 +202,20 @@ export class RunLoop {
       used.add(id);
       return { id, name: c.name, arguments: c.arguments };
     });
+    const storedCalls = rawCalls.map((c) => ({ ...c, arguments: toStorableText(c.arguments) }));
     ctx.usage.tool_calls += rawCalls.length;
     const seqs = await this.toolCalls.recordTurn(
       run.tenantId,
       run,
       {
         content: response.content,
-        rawCalls,
+        rawCalls: storedCalls,
         toolCalls: rawCalls.map((c) => ({ callId: c.id, name: c.name, arguments: parseArguments(c.arguments) })),
       },
       () => [
         {
           type: 'message.created',
-          data: { role: 'assistant', content: response.content, tool_calls: rawCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) },
+          data: { role: 'assistant', content: response.content, tool_calls: storedCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })) },
         },
       ],
       { ...ctx.usage },
@@ -272,10 +282,27 @@ export function expandSystem(system: string, tools: Array<{ name: string; descri
   return system.split('{{tools}}').join(manifest);
 }
 
+function storableResponse(response: ModelResponse): ModelResponse {
+  return {
+    ...response,
+    content: response.content === null ? null : toStorableText(response.content),
+    // Arguments are judged as written (parseArguments), then kept storable in rawCalls.
+    toolCalls: response.toolCalls.map((c) => ({ ...c, id: toStorableText(c.id), name: toStorableText(c.name) })),
+  };
+}
+
+/**
+ * The arguments as a value, or `{_raw: text}` when they are not JSON, with `_problem` when
+ * they hold text no tool can take (NUL or a lone surrogate, raw or as an escape). Either
+ * way the call is refused when judged, and the text is kept (as U+FFFD where unstorable).
+ */
 function parseArguments(text: string): unknown {
+  let parsed: unknown;
   try {
-    return JSON.parse(text || '{}');
+    parsed = JSON.parse(text || '{}');
   } catch {
-    return { _raw: text };
+    return { _raw: toStorableText(text) };
   }
+  const unstorable = findUnstorableText(parsed, 'arguments');
+  return unstorable ? { _raw: toStorableText(text), _problem: `${unstorable.field}: ${unstorable.message}` } : parsed;
 }

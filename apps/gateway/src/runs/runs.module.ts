@@ -6,6 +6,7 @@ import { ToolsModule } from '../tools/tools.module';
 import { RunControlService } from './run-control.service';
 import { RunDefaultsRepository } from './run-defaults.repository';
 import { RunEnqueuer } from './run-enqueuer';
+import { RunEventStream } from './run-event-stream';
 import { RunEventsService } from './run-events.service';
 import { RunLoop } from './run-loop';
 import { RunWorkers } from './run-workers';
@@ -39,6 +40,7 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunSweepsRepository,
     ToolCallsRepository,
     RunEventsService,
+    RunEventStream,
     RunEnqueuer,
     RunControlService,
     RunToolSelection,

@@ -245,8 +245,12 @@ export class ToolCallRunner {
     const args = call.arguments;
     let argumentProblem: string | undefined;
     let parsed: Record<string, unknown> | undefined;
-    if (isUnparsed(args)) argumentProblem = `the arguments for ${call.name} are not valid JSON; send a JSON object`;
-    else if (tool) {
+    if (isUnparsed(args)) {
+      argumentProblem =
+        typeof args._problem === 'string'
+          ? `the arguments for ${call.name} hold text no tool can take (${args._problem})`
+          : `the arguments for ${call.name} are not valid JSON; send a JSON object`;
+    } else if (tool) {
       try {
         parsed = this.tools.parseArguments(call.name, args);
       } catch (err) {
@@ -281,8 +285,10 @@ export function callKey(call: Pick<ToolCallView, 'name' | 'arguments'>): string 
   return `${call.name}:${canonicalJson(call.arguments)}`;
 }
 
-function isUnparsed(args: unknown): boolean {
-  return !!args && typeof args === 'object' && !Array.isArray(args) && '_raw' in args && Object.keys(args).length === 1;
+/** Arguments RunLoop kept as text (`_raw`), with why they could not be taken (`_problem`) when not "not JSON". */
+function isUnparsed(args: unknown): args is { _raw: unknown; _problem?: unknown } {
+  if (!args || typeof args !== 'object' || Array.isArray(args) || !('_raw' in args)) return false;
+  return Object.keys(args).every((k) => k === '_raw' || k === '_problem');
 }
 
 /** What a `tool(pattern)` permission rule is matched against: the path, command or url. */

@@ -1,10 +1,9 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Post, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
 import { ApiKeyGuard } from '../auth/api-key.guard';
-import { pathId } from '../common/ids';
-import { metadataSchema, noQuerySchema } from '../common/metadata';
+import { metadataSchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
-import { validate } from '../common/validate';
+import { PathId, ValidBody, ValidParam, ValidQuery } from '../common/validation/request-parts';
 import { MessageView, SessionView } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 
@@ -20,30 +19,25 @@ export class SessionsController {
   constructor(private readonly sessions: SessionsService) {}
 
   @Post()
-  async create(@TenantId() tenantId: string, @Body() body: unknown, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const input = validate(createSessionSchema, body ?? {}, 'body');
+  async create(@TenantId() tenantId: string, @ValidBody(createSessionSchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createSessionSchema>) {
     const session = await this.sessions.create(tenantId, input.metadata ?? {});
     return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString() };
   }
 
   @Get(':id')
-  async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    return sessionJson(await this.sessions.get(tenantId, pathId('session', id)));
+  async get(@TenantId() tenantId: string, @PathId('session') sessionId: string) {
+    return sessionJson(await this.sessions.get(tenantId, sessionId));
   }
 
   @Delete(':id')
   @HttpCode(204)
-  async delete(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown): Promise<void> {
-    validate(noQuerySchema, query, 'query');
-    await this.sessions.delete(tenantId, pathId('session', id));
+  async delete(@TenantId() tenantId: string, @PathId('session') sessionId: string): Promise<void> {
+    await this.sessions.delete(tenantId, sessionId);
   }
 
   @Get(':id/messages')
-  async messages(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
-    const q = validate(messagesQuerySchema, query, 'query');
-    const messages = await this.sessions.messages(tenantId, pathId('session', id), { includeSubRuns: q.include_children === 'true' });
+  async messages(@TenantId() tenantId: string, @PathId('session') sessionId: string, @ValidQuery(messagesQuerySchema) q: z.output<typeof messagesQuerySchema>) {
+    const messages = await this.sessions.messages(tenantId, sessionId, { includeSubRuns: q.include_children === 'true' });
     return { data: messages.map(messageJson) };
   }
 
@@ -51,15 +45,10 @@ export class SessionsController {
   @HttpCode(200)
   async runTool(
     @TenantId() tenantId: string,
-    @Param('id') id: string,
-    @Param('name') name: string,
-    @Body() body: unknown,
-    @Query() query: unknown,
+    @PathId('session') sessionId: string,
+    @ValidParam('name', toolNameSchema) tool: string,
+    @ValidBody(toolCallSchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof toolCallSchema>,
   ) {
-    const sessionId = pathId('session', id);
-    validate(noQuerySchema, query, 'query');
-    const tool = validate(toolNameSchema, name, 'path');
-    const input = validate(toolCallSchema, body ?? {}, 'body');
     return this.sessions.runTool(tenantId, sessionId, tool, input.arguments);
   }
 }

@@ -1,10 +1,8 @@
-import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseGuards } from '@nestjs/common';
 import { AppError } from '@app/errors';
 import { ApiKeyGuard } from '../auth/api-key.guard';
-import { pathId } from '../common/ids';
-import { noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
-import { validate } from '../common/validate';
+import { PathId } from '../common/validation/request-parts';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { TodosRepository } from './todos.repository';
 
@@ -18,10 +16,8 @@ export class TodosController {
   ) {}
 
   @Get(':id/todos')
-  async list(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
-    const sessionId = pathId('session', id);
-    if (!(await this.sessions.find(tenantId, sessionId))) throw AppError.notFound('session', id);
+  async list(@TenantId() tenantId: string, @PathId('session') sessionId: string) {
+    if (!(await this.sessions.find(tenantId, sessionId))) throw AppError.notFound('session', sessionId);
     const todos = await this.todos.list(tenantId, sessionId);
     return {
       data: todos.map((t) => ({ id: t.id, content: t.content, status: t.status, created_at: t.createdAt.toISOString(), updated_at: t.updatedAt.toISOString() })),

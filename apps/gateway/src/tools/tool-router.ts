@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
+import { toStorableText } from '../common/storable-text';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
@@ -93,8 +94,9 @@ export class ToolRouter {
       const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }
-    // The agent cuts its own output; this guards against any path that did not.
-    return { ...reply.result, output: truncateOutput(reply.result.output, maxOutputChars), executorId: reply.executor_id };
+    // The agent cuts its own output; this guards against any path that did not. What a
+    // program printed may hold NUL bytes, which no text column can store.
+    return { ...reply.result, output: toStorableText(truncateOutput(reply.result.output, maxOutputChars)), executorId: reply.executor_id };
   }
 
   private async executeInGateway(
@@ -107,6 +109,6 @@ export class ToolRouter {
     const runner = this.registry.gatewayTool(name);
     if (!runner) throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
     const result = await runner.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
-    return { ...result, output: truncateOutput(result.output, maxOutputChars) };
+    return { ...result, output: toStorableText(truncateOutput(result.output, maxOutputChars)) };
   }
 }

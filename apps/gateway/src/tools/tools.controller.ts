@@ -1,7 +1,5 @@
-import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiKeyGuard } from '../auth/api-key.guard';
-import { noQuerySchema } from '../common/metadata';
-import { validate } from '../common/validate';
 import { TOOLSET_NAMES, ToolRegistry } from './tool-registry';
 
 @Controller('v1')
@@ -10,14 +8,12 @@ export class ToolsController {
   constructor(private readonly registry: ToolRegistry) {}
 
   @Get('tools')
-  tools(@Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
+  tools() {
     return { data: this.registry.manifest() };
   }
 
   @Get('toolsets')
-  toolsets(@Query() query: unknown) {
-    validate(noQuerySchema, query, 'query');
+  toolsets() {
     return { data: TOOLSET_NAMES.map((name) => ({ name, tools: this.registry.toolset(name) })) };
   }
 }
