@@ -9,12 +9,15 @@
  *             Each flood gets A's sandbox stopped; A's next call starts a new one, and the
  *             flood starts again, until B's samples are taken.
  *
- * Also printed: how many floods ran and the executor's peak RSS growth during them. It
- * starts its own gateway and executor (the test stack) and removes all it made.
+ * Also printed: the executor's event-loop delay in each phase (the executor runs in this
+ * process), which tells the executor's own share of a slowdown from the host's (the flood
+ * and the flooder's restarts also cost dockerd and the CPU), how many floods ran, and the
+ * executor's peak RSS growth during them. It starts its own gateway and executor (the
+ * test stack) and removes all it made.
  */
 import Docker from 'dockerode';
 import { cpus, loadavg } from 'node:os';
-import { performance } from 'node:perf_hooks';
+import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { TenantCredentials, TestStack } from '../test/support/test-stack';
 
 const SAMPLES = 300;
@@ -31,7 +34,10 @@ async function main(): Promise<void> {
     const measured = await newSession(stack, tenant);
     const flooder = await newSession(stack, tenant);
     for (let i = 0; i < WARM_UP; i++) await terminal(stack, tenant, measured);
+    const quietLoop = monitorEventLoopDelay({ resolution: 5 });
+    quietLoop.enable();
     const quiet = await roundTrips(stack, tenant, measured);
+    quietLoop.disable();
 
     let stop = false;
     let floods = 0;
@@ -46,7 +52,10 @@ async function main(): Promise<void> {
         floods++;
       }
     })();
+    const floodedLoop = monitorEventLoopDelay({ resolution: 5 });
+    floodedLoop.enable();
     const flooded = await roundTrips(stack, tenant, measured);
+    floodedLoop.disable();
     stop = true;
     await flooding;
     clearInterval(sampler);
@@ -57,6 +66,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\nflooded / quiet: p50 ${(percentile(flooded, 50) / percentile(quiet, 50)).toFixed(2)}, p99 ${(percentile(flooded, 99) / percentile(quiet, 99)).toFixed(2)}` +
         `  (target: flooded p99 < 100 ms)\n` +
+        `executor event-loop delay p99: quiet ${loopMs(quietLoop)}, flooded ${loopMs(floodedLoop)}\n` +
         `floods of ${FLOOD_BYTES / 1024 / 1024} MB: ${floods}, each ending with the flooder's sandbox stopped; executor RSS peak growth ${((rssPeak - rssBefore) / 1024 / 1024).toFixed(1)} MB\n`,
     );
   } finally {
@@ -115,6 +125,11 @@ async function floodChannel(containerId: string): Promise<void> {
 function percentile(samples: number[], p: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** The histogram's p99 beyond the sampling interval itself, in ms. */
+function loopMs(histogram: IntervalHistogram): string {
+  return `${Math.max(0, histogram.percentile(99) / 1e6 - 5).toFixed(1)} ms`;
 }
 
 function ms(value: number): string {
