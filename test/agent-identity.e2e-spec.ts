@@ -62,6 +62,11 @@ describe('the sandbox agent and its channel', () => {
     expect(agent).toMatch(/^NoNewPrivs:\s+1$/m);
     expect(agent).toContain('Operation not permitted');
     expect(agent).toContain('kill=1');
+    // Every thread of the agent (request workers, waiters, the job reclaimer) makes its file
+    // accesses as the sandbox user, not only the main one.
+    await tool(id, 'read_file', { path: '.' });
+    const threads = await terminal(id, `grep -h '^Uid:' /proc/${AGENT}/task/*/status | sort | uniq -c`);
+    expect(threads).toMatch(/stdout:\n *\d+ Uid:\t0\t0\t0\t1000$/);
 
     const own = await terminal(id, "id -u; id -g; grep -E '^(Groups|CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status");
     expect(own).toMatch(/stdout:\n1000\n1000\nGroups:\s*\n/);
