@@ -123,7 +123,6 @@ describe('the sandbox agent and its channel', () => {
     await terminal(flooder, 'echo kept > kept.txt');
     await terminal(other, 'true');
     const flooded = (await containerOf(flooder))!;
-    const rssBefore = process.memoryUsage().rss;
 
     // Stands in for a relay (or agent) that went wrong: tools cannot write there any more.
     const flood = asRoot(flooded, `head -c 41943040 /dev/zero | tr '\\0' A > /proc/${RELAY}/fd/1`);
@@ -135,8 +134,8 @@ describe('the sandbox agent and its channel', () => {
     await flood;
     expect(otherCalls.length).toBeGreaterThan(0);
     expect(otherCalls.every((out) => out.includes('other-42'))).toBe(true);
-    // The channel held at most one frame's worth of the flood, not 40 MB.
-    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(40 * 1024 * 1024);
+    // How little of it the executor holds is checked in agent-channel.spec.ts (at most
+    // MAX_FRAME_BYTES); an RSS reading here would depend on the garbage collector.
 
     const restarted = await tool(flooder, 'terminal', { command: 'cat kept.txt' });
     expect(restarted.status).toBe(200);
