@@ -37,14 +37,17 @@ describe('sandbox hardening', () => {
     expect(session.body.sandbox).toEqual({ state: 'ready' });
   });
 
-  it('inspects as non-root, no capabilities, no new privileges, read-only root, limited', () => {
-    expect(info.Config.User).toBe('1000:1000');
+  it('inspects as the agent (root) with three capabilities, no new privileges, read-only root, limited', () => {
+    // The agent's identity; every tool process runs as 1000:1000 with none (next tests).
+    expect(info.Config.User).toBe('0:0');
+    expect(info.Config.Env).toContain('RUNBOX_TOOL_USER=1000:1000');
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
-    expect(info.HostConfig.CapAdd ?? []).toEqual([]);
+    expect([...(info.HostConfig.CapAdd ?? [])].sort()).toEqual(['KILL', 'SETGID', 'SETUID']);
     expect(info.HostConfig.Privileged).toBe(false);
     expect(info.HostConfig.SecurityOpt).toContain('no-new-privileges');
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
-    expect(Object.keys(info.HostConfig.Tmpfs ?? {})).toEqual(['/tmp']);
+    expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(['/run/runbox', '/tmp']);
+    expect(info.HostConfig.Tmpfs?.['/run/runbox']).toContain('mode=0700');
     expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024);
     // Memory plus swap equal to memory: no swap at all.
     expect(info.HostConfig.MemorySwap).toBe(info.HostConfig.Memory);
@@ -62,9 +65,9 @@ describe('sandbox hardening', () => {
     expect(info.HostConfig.Binds ?? []).toEqual([]);
   });
 
-  it('runs as uid 1000 with an empty effective capability set', async () => {
-    const result = await terminal('id -u; grep CapEff /proc/self/status');
-    expect(result.output).toMatch(/stdout:\n1000\nCapEff:\s+0000000000000000/);
+  it('runs tool processes as uid 1000 with no capabilities at all', async () => {
+    const result = await terminal('id -u; grep -E "^Cap(Prm|Eff|Amb)" /proc/self/status');
+    expect(result.output).toMatch(/stdout:\n1000\nCapPrm:\s+0000000000000000\nCapEff:\s+0000000000000000\nCapAmb:\s+0000000000000000/);
   });
 
   it('runs docker-init as PID 1 with the agent as its child, so orphans are reaped', async () => {

@@ -25,8 +25,11 @@ describe('warm pool', () => {
     const containers = await poolContainers();
     expect(containers).toHaveLength(2);
     const info = await docker.getContainer(containers[0].Id).inspect();
-    expect(info.Config.User).toBe('1000:1000');
+    // Same hardening as any sandbox: the agent as root with three capabilities, tools as 1000.
+    expect(info.Config.User).toBe('0:0');
+    expect(info.Config.Env).toContain('RUNBOX_TOOL_USER=1000:1000');
     expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect([...(info.HostConfig.CapAdd ?? [])].sort()).toEqual(['KILL', 'SETGID', 'SETUID']);
     expect(info.HostConfig.ReadonlyRootfs).toBe(true);
     expect(info.HostConfig.NetworkMode).toBe('none');
     expect(info.Config.Labels['runbox.session']).toBeUndefined();

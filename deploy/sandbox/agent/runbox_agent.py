@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Runbox sandbox agent: the one process inside a session container that runs tools.
 
-It is the container's main process (`serve`) and listens on a Unix socket in /tmp. The
-executor reaches it through one long-lived `docker exec` of `attach`, which only relays
-bytes between the exec's stdio and that socket. Because shell state and background jobs
+It is the container's main process (`serve`) and listens on a Unix socket in /run/runbox,
+a directory only root may enter. The executor reaches it through one long-lived `docker
+exec` (as root) of `attach`, which only relays bytes between the exec's stdio and that
+socket. Tools run as the sandbox user (runbox_identity.py), so nothing they start can
+reach the socket, the relay or this process. Because shell state and background jobs
 live in `serve`, they survive the executor restarting: the new executor attaches again.
 
 Wire format: one JSON object per line, both ways.
@@ -11,6 +13,8 @@ Wire format: one JSON object per line, both ways.
   response  {"id": "c1", "result": {"output": "...", "metadata": {...}, "is_error": false}}
   failure   {"id": "c1", "error": {"code": "bad_request", "message": "..."}}
 Requests on one connection run concurrently (a thread each) and may answer out of order.
+A reply never exceeds MAX_REPLY_BYTES: the executor treats a longer line as a broken
+protocol and restarts the sandbox, so a result that large is answered as an error instead.
 """
 import json
 import os
@@ -21,10 +25,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import runbox_identity  # noqa: E402
 from runbox_tools import OPS, ToolError, truncate_output  # noqa: E402
 
-SOCKET_PATH = os.environ.get("RUNBOX_AGENT_SOCKET", "/tmp/runbox/agent.sock")
+SOCKET_PATH = os.environ.get("RUNBOX_AGENT_SOCKET", "/run/runbox/agent.sock")
 DEFAULT_MAX_OUTPUT_CHARS = 30000
+# Half the executor's frame limit (MAX_FRAME_BYTES in agent-channel.ts): room to spare.
+MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 def handle(request):
@@ -68,6 +75,8 @@ def serve_connection(conn):
                 "is_error": True,
             }}
             data = (json.dumps(failure) + "\n").encode("ascii")
+        if len(data) > MAX_REPLY_BYTES:
+            data = (json.dumps(oversized_reply(obj, len(data))) + "\n").encode("utf-8")
         with lock:
             try:
                 conn.sendall(data)
@@ -91,8 +100,21 @@ def serve_connection(conn):
     conn.close()
 
 
+def oversized_reply(obj, size):
+    message = ("the result is %d bytes, over the %d a reply may carry; ask for less "
+               "(a lower max_output_chars, a smaller range)" % (size, MAX_REPLY_BYTES))
+    result = {"output": message, "metadata": {"error_code": "result_too_large"}, "is_error": True}
+    return {"id": obj.get("id"), "result": result}
+
+
 def serve():
-    os.makedirs(os.path.dirname(SOCKET_PATH), exist_ok=True)
+    tool_user = runbox_identity.tool_user()
+    if tool_user:
+        # Made by the container (a root-owned 0700 tmpfs); checked rather than created so a
+        # directory a tool process made first is never trusted.
+        runbox_identity.check_private_directory(os.path.dirname(SOCKET_PATH))
+    else:
+        os.makedirs(os.path.dirname(SOCKET_PATH), exist_ok=True)
     try:
         os.unlink(SOCKET_PATH)
     except FileNotFoundError:
@@ -101,6 +123,9 @@ def serve():
     server.bind(SOCKET_PATH)
     os.chmod(SOCKET_PATH, 0o600)
     server.listen(16)
+    if tool_user:
+        # Before any tool code runs: every thread started from here acts as the tool user.
+        runbox_identity.act_as_tool_user(*tool_user)
     for hook in OPS.startup_hooks:
         hook()
     while True:

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { AgentChannel, ChannelClosedError, ChannelTimeoutError, DuplicateRequestError } from './agent-channel';
+import { AgentChannel, ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, MAX_FRAME_BYTES, ProtocolViolationError } from './agent-channel';
 
 function fakeAgent() {
   const toAgent = new PassThrough();
@@ -65,5 +65,59 @@ describe('AgentChannel', () => {
     const call = channel.call('nope', {}, 1000, 'x');
     agent.reply({ id: 'x', error: { code: 'unknown_op', message: "unknown op 'nope'" } });
     await expect(call).rejects.toThrow(/unknown_op/);
+  });
+});
+
+describe('AgentChannel with a hostile sandbox', () => {
+  const attachedChannel = async () => {
+    const agent = fakeAgent();
+    const violations: string[] = [];
+    const channel = new AgentChannel(agent.toAgent, agent.fromAgent);
+    channel.onProtocolViolation((v) => violations.push(v));
+    agent.reply({ id: null, event: 'attached' });
+    await channel.ready(1000);
+    return { agent, channel, violations };
+  };
+
+  it('holds at most MAX_FRAME_BYTES of a line without a newline, then closes as a violation', async () => {
+    const { agent, channel, violations } = await attachedChannel();
+    const rejected = expect(channel.call('terminal', {}, 5000, 'c1')).rejects.toBeInstanceOf(ProtocolViolationError);
+    const megabyte = Buffer.alloc(1024 * 1024, 0x41);
+    let held = 0;
+    for (let i = 0; i < 40 && channel.isOpen; i++) {
+      agent.fromAgent.write(megabyte);
+      await new Promise((r) => setImmediate(r));
+      held = Math.max(held, channel.bufferedBytes);
+    }
+    expect(held).toBeLessThanOrEqual(MAX_FRAME_BYTES);
+    expect(channel.isOpen).toBe(false);
+    expect(channel.bufferedBytes).toBe(0);
+    await rejected;
+    expect(violations).toEqual([`a line of more than ${MAX_FRAME_BYTES} bytes without a newline`]);
+    expect(agent.toAgent.destroyed).toBe(true);
+  });
+
+  it.each([
+    ['garbage', 'not json at all'],
+    ['a reply to a request never made', JSON.stringify({ id: 'forged', result: ok('FORGED') })],
+    ['a reply without an id', JSON.stringify({ id: null, result: ok('FORGED') })],
+    ['an empty line', ''],
+  ])('treats %s as a violation and believes nothing after it', async (_what, line) => {
+    const { agent, channel, violations } = await attachedChannel();
+    const pending = channel.call('read_file', {}, 5000, 'real');
+    agent.fromAgent.write(line + '\n' + JSON.stringify({ id: 'real', result: ok('FORGED') }) + '\n');
+    await expect(pending).rejects.toBeInstanceOf(ProtocolViolationError);
+    expect(violations).toHaveLength(1);
+    expect(channel.isOpen).toBe(false);
+  });
+
+  it('drops the late reply of a call that timed out without calling it a violation', async () => {
+    const { agent, channel, violations } = await attachedChannel();
+    await expect(channel.call('terminal', {}, 10, 'slow')).rejects.toBeInstanceOf(ChannelTimeoutError);
+    agent.reply({ id: 'slow', result: ok('late') });
+    const next = channel.call('ping', {}, 1000, 'next');
+    agent.reply({ id: 'next', result: ok('pong') });
+    await expect(next).resolves.toEqual(ok('pong'));
+    expect(violations).toEqual([]);
   });
 });

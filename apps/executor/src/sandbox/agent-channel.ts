@@ -2,6 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { ToolResult, toolResultSchema } from '@app/contracts';
 import { z } from 'zod';
+import { FrameTooLongError, LineFramer } from './line-framer';
+
+/**
+ * The longest line the agent may send. The agent keeps its replies under half of this
+ * (MAX_REPLY_BYTES in runbox_agent.py), so a longer one means the protocol is broken, and
+ * it is also all a channel ever holds of an unfinished line.
+ */
+export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
+/** Ids of calls that timed out or were given up, whose late replies are expected and dropped. */
+const EXPIRED_IDS_KEPT = 1024;
 
 const responseSchema = z.object({
   id: z.string().nullable(),
@@ -13,6 +23,17 @@ const responseSchema = z.object({
 export class ChannelClosedError extends Error {
   constructor(reason: string) {
     super(`sandbox channel closed: ${reason}`);
+  }
+}
+
+/**
+ * The sandbox sent something the agent never sends: a line too long, not a frame, or a
+ * reply to a request that was never made. Nothing it sends is believed after that; its
+ * owner stops the sandbox (SandboxService.quarantine).
+ */
+export class ProtocolViolationError extends ChannelClosedError {
+  constructor(readonly violation: string) {
+    super(`the sandbox broke the channel protocol: ${violation}`);
   }
 }
 
@@ -43,8 +64,11 @@ interface Pending {
  */
 export class AgentChannel {
   private readonly pending = new Map<string, Pending>();
-  private buffer = '';
+  private readonly expired = new Set<string>();
+  private readonly framer = new LineFramer(MAX_FRAME_BYTES);
   private closedReason: string | undefined;
+  private violation: string | undefined;
+  private readonly violationListeners: Array<(violation: string) => void> = [];
   private readonly attached: Promise<void>;
 
   constructor(
@@ -65,8 +89,7 @@ export class AgentChannel {
     });
     this.attached.catch(() => undefined);
     if (!expectHandshake) markAttached();
-    output.setEncoding('utf8');
-    output.on('data', (chunk: string) => this.receive(chunk, markAttached));
+    output.on('data', (chunk: Buffer | string) => this.receive(typeof chunk === 'string' ? Buffer.from(chunk) : chunk, markAttached, failAttach));
     const close = (reason: string) => {
       failAttach(new ChannelClosedError(reason));
       this.close(reason);
@@ -80,6 +103,17 @@ export class AgentChannel {
     return this.closedReason === undefined;
   }
 
+  /** Bytes held of a line not finished yet; never more than MAX_FRAME_BYTES. */
+  get bufferedBytes(): number {
+    return this.framer.buffered;
+  }
+
+  /** Called once if the sandbox breaks the protocol (after the channel has closed). */
+  onProtocolViolation(listener: (violation: string) => void): void {
+    if (this.violation !== undefined) listener(this.violation);
+    else this.violationListeners.push(listener);
+  }
+
   /** Resolves once the agent has said it is attached; rejects if the stream closes first. */
   ready(timeoutMs: number): Promise<void> {
     return withTimeout(this.attached, timeoutMs, () => new ChannelTimeoutError('attach', timeoutMs));
@@ -91,6 +125,7 @@ export class AgentChannel {
     return new Promise<ToolResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        this.expire(id);
         reject(new ChannelTimeoutError(op, timeoutMs));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
@@ -99,42 +134,76 @@ export class AgentChannel {
   }
 
   close(reason = 'closed by the executor'): void {
+    this.shut(reason, () => new ChannelClosedError(reason));
+    this.input.end();
+  }
+
+  private shut(reason: string, error: () => Error): void {
     if (this.closedReason !== undefined) return;
     this.closedReason = reason;
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
-      p.reject(new ChannelClosedError(reason));
+      p.reject(error());
       this.pending.delete(id);
     }
-    this.input.end();
     this.onClose();
   }
 
-  private receive(chunk: string, markAttached: () => void): void {
-    this.buffer += chunk;
-    let newline: number;
-    while ((newline = this.buffer.indexOf('\n')) >= 0) {
-      const line = this.buffer.slice(0, newline);
-      this.buffer = this.buffer.slice(newline + 1);
-      if (line.trim()) this.handleLine(line, markAttached);
+  /**
+   * Nothing more is read or believed: pending calls fail, the stream is torn down so the
+   * sandbox cannot keep the executor busy, and the owner hears of it to stop the sandbox.
+   */
+  private violate(violation: string, failAttach: (err: Error) => void): void {
+    if (this.closedReason !== undefined) return;
+    this.violation = violation;
+    const error = () => new ProtocolViolationError(violation);
+    failAttach(error());
+    this.shut(error().message, error);
+    this.input.destroy();
+    for (const listener of this.violationListeners.splice(0)) listener(violation);
+  }
+
+  private receive(chunk: Buffer, markAttached: () => void, failAttach: (err: Error) => void): void {
+    if (this.closedReason !== undefined) return;
+    let lines: string[];
+    try {
+      lines = this.framer.push(chunk);
+    } catch (err) {
+      if (err instanceof FrameTooLongError) return this.violate(err.message, failAttach);
+      throw err;
+    }
+    for (const line of lines) {
+      const violation = this.handleLine(line, markAttached);
+      if (violation) return this.violate(violation, failAttach);
     }
   }
 
-  private handleLine(line: string, markAttached: () => void): void {
+  /** Settles the call a reply is for; returns what is wrong with a line that is no reply. */
+  private handleLine(line: string, markAttached: () => void): string | undefined {
     let parsed: z.infer<typeof responseSchema>;
     try {
       parsed = responseSchema.parse(JSON.parse(line));
     } catch {
-      return; // not a frame of ours (e.g. a stray print); the protocol is lines of JSON
+      return `a line that is not a frame (${line.length} characters)`;
     }
-    if (parsed.event === 'attached') return markAttached();
-    if (parsed.id === null) return;
+    if (parsed.event === 'attached') {
+      markAttached();
+      return undefined;
+    }
+    if (parsed.id === null) return 'a reply without a request id';
     const waiter = this.pending.get(parsed.id);
-    if (!waiter) return;
+    if (!waiter) return this.expired.delete(parsed.id) ? undefined : 'a reply to a request that was never made';
     this.pending.delete(parsed.id);
     clearTimeout(waiter.timer);
     if (parsed.result) waiter.resolve(parsed.result);
     else waiter.reject(new Error(parsed.error ? `${parsed.error.code}: ${parsed.error.message}` : 'empty reply'));
+    return undefined;
+  }
+
+  /** Remembers a given-up id (the oldest go first), so its late reply is no violation. */
+  private expire(id: string): void {
+    if (this.expired.size >= EXPIRED_IDS_KEPT) this.expired.delete(this.expired.values().next().value as string);
+    this.expired.add(id);
   }
 }
 

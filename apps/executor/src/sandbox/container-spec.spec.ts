@@ -15,9 +15,10 @@ describe('hardenedContainerSpec', () => {
 
   it('takes image, limits and mounts from the policy alone', () => {
     const spec = hardenedContainerSpec('runbox-ses_1', { a: 'b' }, 'runbox-ses_1-ws', policy);
-    expect(spec).toMatchObject({ name: 'runbox-ses_1', Image: 'img:1', User: '1000:1000', WorkingDir: '/workspace', Labels: { a: 'b' } });
+    expect(spec).toMatchObject({ name: 'runbox-ses_1', Image: 'img:1', User: '0:0', WorkingDir: '/workspace', Labels: { a: 'b' } });
     expect(spec.HostConfig).toMatchObject({
       CapDrop: ['ALL'],
+      CapAdd: ['SETUID', 'SETGID', 'KILL'],
       SecurityOpt: ['no-new-privileges'],
       ReadonlyRootfs: true,
       Privileged: false,
@@ -25,11 +26,17 @@ describe('hardenedContainerSpec', () => {
       MemorySwap: 512 << 20,
       NanoCpus: 2e9,
       PidsLimit: 99,
-      Tmpfs: { '/tmp': 'rw,exec,nosuid,nodev,size=64m,mode=1777' },
+      Tmpfs: { '/tmp': 'rw,exec,nosuid,nodev,size=64m,mode=1777', '/run/runbox': 'rw,noexec,nosuid,nodev,size=64k,mode=0700' },
     });
     expect(spec.HostConfig?.Mounts).toEqual([
       expect.objectContaining({ Type: 'volume', Source: 'runbox-ses_1-ws', Target: '/workspace', VolumeOptions: expect.objectContaining({ Labels: { a: 'b' } }) }),
     ]);
     expect(spec.HostConfig?.Binds).toBeUndefined();
+  });
+
+  it('runs the agent as root with three capabilities, and has it start tools as the sandbox user', () => {
+    const spec = hardenedContainerSpec('c', {}, 'v', policy);
+    expect(spec.Env).toEqual(expect.arrayContaining(['RUNBOX_TOOL_USER=1000:1000', 'RUNBOX_AGENT_SOCKET=/run/runbox/agent.sock']));
+    expect(spec.HostConfig?.CapAdd).not.toEqual(expect.arrayContaining(['DAC_OVERRIDE']));
   });
 });

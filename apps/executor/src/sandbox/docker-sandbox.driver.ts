@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { AgentChannel } from './agent-channel';
 import { hardenedContainerSpec } from './container-spec';
 import { LABEL } from './sandbox-labels';
-import { AGENT_COMMAND, SANDBOX_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
+import { AGENT_COMMAND, AGENT_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
 
 export interface ContainerRef {
   containerId: string;
@@ -81,11 +81,12 @@ export class DockerSandboxDriver {
   /**
    * Opens the long-lived channel: one exec of the agent's `attach` relay, its stdio
    * hijacked. Docker multiplexes stdout/stderr on one stream; only stdout carries frames.
+   * The relay runs as the agent's user, so no tool process can kill it or write to its stdout.
    */
   async attach(containerId: string, onClose: () => void = () => undefined): Promise<AgentChannel> {
     const exec = await this.docker.getContainer(containerId).exec({
       Cmd: [...AGENT_COMMAND, 'attach'],
-      User: SANDBOX_USER,
+      User: AGENT_USER,
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,

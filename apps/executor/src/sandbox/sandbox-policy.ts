@@ -27,7 +27,16 @@ export function sandboxPolicyFrom(config: RunboxConfig): SandboxPolicy {
   };
 }
 
-/** The sandbox user baked into the image (deploy/sandbox/Dockerfile). */
+/** The sandbox user baked into the image (deploy/sandbox/Dockerfile): every tool process runs as it. */
 export const SANDBOX_USER = '1000:1000';
+/**
+ * The agent and its relay: the container's root, holding only AGENT_CAPABILITIES, so no
+ * process a tool starts (uid 1000, no capabilities) can signal, trace or impersonate them.
+ */
+export const AGENT_USER = '0:0';
+/** Starting tools as the sandbox user (SETUID, SETGID) and stopping their process groups (KILL). */
+export const AGENT_CAPABILITIES = ['SETUID', 'SETGID', 'KILL'];
+/** A root-only (0700) tmpfs for the agent's socket: a tool process can neither enter nor replace it. */
+export const AGENT_SOCKET_DIR = '/run/runbox';
 export const WORKSPACE = '/workspace';
 export const AGENT_COMMAND = ['python3', '-u', '/opt/runbox/runbox_agent.py'];

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
-import { AgentChannel } from './agent-channel';
+import { AgentChannel, ProtocolViolationError } from './agent-channel';
 import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
 import { BackendMismatchError, CallCancelledError, SandboxService, SessionNotFoundError } from './sandbox.service';
@@ -17,7 +17,10 @@ class CallGate {
   }
 }
 
-/** A channel whose agent answers every call with its op name, after `delayMs` (and after `gate`, if given). */
+/**
+ * A channel whose agent answers every call with its op name, after `delayMs` (and after
+ * `gate`, if given); `misbehave` is answered with a reply to a request nobody made.
+ */
 function echoChannel(delayMs = 0, gate?: CallGate): AgentChannel {
   const toAgent = new PassThrough();
   const fromAgent = new PassThrough();
@@ -25,6 +28,10 @@ function echoChannel(delayMs = 0, gate?: CallGate): AgentChannel {
   toAgent.on('data', (chunk: string) => {
     for (const line of chunk.split('\n').filter(Boolean)) {
       const { id, op } = JSON.parse(line);
+      if (op === 'misbehave') {
+        fromAgent.write(JSON.stringify({ id: 'never-asked', result: { output: 'forged', metadata: {}, is_error: false } }) + '\n');
+        continue;
+      }
       gate?.onArrive();
       const answer = () => fromAgent.write(JSON.stringify({ id, result: { output: op, metadata: {}, is_error: false } }) + '\n');
       void (gate?.released ?? Promise.resolve()).then(() => setTimeout(answer, delayMs));
@@ -142,6 +149,20 @@ async function until(what: string, condition: () => boolean): Promise<void> {
 }
 
 describe('SandboxService', () => {
+  it('stops a sandbox that breaks the channel protocol, and starts the next call on a new one with the same workspace', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    await expect(service.call(target, 'misbehave', {}, 1000)).rejects.toBeInstanceOf(ProtocolViolationError);
+    await until('the sandbox stopped', () => runtime.destroyed.length === 1);
+    expect(runtime.destroyed[0]).toEqual({ ref: { containerId: 'c-ses_1-1', volume: 'v-ses_1' }, keep: true });
+    await until('the row marked failed', () => repo.rows.get('ses_1')?.state === 'failed');
+    expect(repo.rows.get('ses_1')).toMatchObject({ volume: 'v-ses_1' });
+    await expect(service.call(target, 'ping', {}, 1000)).resolves.toMatchObject({ output: 'ping' });
+    expect(runtime.provisioned).toBe(2);
+    expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-2', volume: 'v-ses_1' });
+  });
+
   it('makes one sandbox for concurrent first calls of a session', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');

@@ -302,7 +302,7 @@ export class SandboxService {
       return { lookup: outcome };
     }
     const sandbox = this.remember(target, ref);
-    sandbox.channel = channel;
+    if (channel) this.useChannel(sandbox, channel);
     this.logger.info({ tenantId: target.tenantId, sessionId: target.sessionId, containerId: ref.containerId, warm: true }, 'sandbox ready');
     return { sandbox };
   }
@@ -328,7 +328,7 @@ export class SandboxService {
       const { channel, ...ref } = provisioned;
       await this.repo.save({ ...row, ...ref, state: 'ready' });
       const sandbox = this.remember(target, ref);
-      sandbox.channel = channel;
+      if (channel) this.useChannel(sandbox, channel);
       this.logger.info({ tenantId, sessionId, backend, containerId: ref.containerId, warm: !!warm, ms: this.now() - started }, 'sandbox ready');
       return sandbox;
     } catch (err) {
@@ -350,8 +350,7 @@ export class SandboxService {
   private async reconnect(sandbox: LiveSandbox): Promise<AgentChannel> {
     const runtime = this.runtime(sandbox.backend);
     try {
-      sandbox.channel = await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS);
-      return sandbox.channel;
+      return this.useChannel(sandbox, await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS));
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (await runtime.isAlive(sandbox.ref)) throw new SandboxUnavailableError(`could not reach the sandbox agent: ${reason}`);
@@ -364,9 +363,40 @@ export class SandboxService {
       this.live.delete(sandbox.sessionId);
       const replacement = await this.create(sandbox, runtime, sandbox.ref.volume);
       // The caller holds the old object; it becomes the new one.
-      Object.assign(sandbox, { ref: replacement.ref, channel: replacement.channel, since: replacement.since });
+      Object.assign(sandbox, { ref: replacement.ref, channel: undefined, since: replacement.since });
       this.live.set(sandbox.sessionId, sandbox);
-      return replacement.channel ?? (sandbox.channel = await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS));
+      return this.useChannel(sandbox, replacement.channel ?? (await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS)));
+    });
+  }
+
+  /** Makes `channel` the sandbox's way in, and stops the sandbox if it ever breaks the protocol. */
+  private useChannel(sandbox: LiveSandbox, channel: AgentChannel): AgentChannel {
+    sandbox.channel = channel;
+    const ref = sandbox.ref;
+    channel.onProtocolViolation((violation) => {
+      this.quarantine(sandbox, ref, violation).catch((err: unknown) =>
+        this.logger.error({ err, sessionId: sandbox.sessionId }, 'stopping a sandbox that broke the protocol failed; the sweep will remove it'),
+      );
+    });
+    return channel;
+  }
+
+  /**
+   * A sandbox that sent what its agent never sends is stopped at once: whatever wrote
+   * those bytes may still run in it, and nothing it says is believed any more. Its
+   * workspace is kept; the session's next call starts a new container on it, as after any
+   * other death of the sandbox.
+   */
+  private async quarantine(sandbox: LiveSandbox, ref: SandboxRef, violation: string): Promise<void> {
+    const { tenantId, sessionId } = sandbox;
+    this.logger.warn({ tenantId, sessionId, containerId: ref.containerId, violation }, 'the sandbox broke the channel protocol; stopping it');
+    await this.lifecycle.run(sessionId, async () => {
+      // Released or replaced meanwhile: that step dealt with this container. A channel
+      // opened again into the same container does not save it.
+      if (this.live.get(sessionId) !== sandbox || sandbox.ref !== ref) return;
+      this.forget(sandbox, 'the sandbox broke the channel protocol');
+      await this.runtime(sandbox.backend).destroy(ref, true);
+      await this.repo.markGone(tenantId, sessionId, 'failed', ref.volume, `the sandbox broke the channel protocol: ${violation}`);
     });
   }
 

@@ -11,7 +11,7 @@ import {
 import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError } from '../sandbox/agent-channel';
+import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, ProtocolViolationError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import {
   BackendDisabledError,
@@ -65,6 +65,10 @@ export class ToolCallHandler {
       if (err instanceof DuplicateRequestError) return fail('duplicate_call', err.message);
       if (err instanceof CallCancelledError) {
         return { ok: true, executor_id, result: { output: err.message, metadata: { cancelled: true }, is_error: true } };
+      }
+      if (err instanceof ProtocolViolationError) {
+        this.logger.warn({ ...log, violation: err.violation }, 'sandbox broke the channel protocol');
+        return fail('sandbox_failed', `${err.message}; it was stopped, and the next call starts a new one with the same workspace`);
       }
       if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) {
         const health = await this.sandboxes.diagnose(req.tenant_id, req.session_id);

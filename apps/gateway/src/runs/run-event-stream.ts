@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isTerminal } from './run-tx';
+import { isTerminal } from './run-status';
 import { RunEventsService } from './run-events.service';
 import { RunsService } from './runs.service';
 
