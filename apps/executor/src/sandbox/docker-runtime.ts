@@ -65,7 +65,9 @@ export class DockerRuntime implements SandboxRuntime {
     const want = await wanted();
     const pool = this.pool.owned();
     const busy = (sessionId?: string) => sessionId !== undefined && want.busySessions.has(sessionId);
+    // A running disk helper is in the middle of its work; a stopped one is a crash's leftover.
     const wantedContainer = (c: OwnedContainer) =>
+      (c.diskHelper && c.running) ||
       want.containers.has(c.containerId) || pool.containers.has(c.containerId) || pool.containers.has(c.name) || busy(c.sessionId);
     const doomed = containers.filter((c) => !wantedContainer(c));
     const mounted = new Set(containers.filter(wantedContainer).map((c) => c.volume));
@@ -89,7 +91,7 @@ export class DockerRuntime implements SandboxRuntime {
     for (const v of doomedVolumes) {
       await attempt({ volume: v.name, sessionId: v.sessionId }, () => this.driver.removeVolume(v.name));
     }
-    return removed;
+    return removed + (await this.driver.sweepDiskImages());
   }
 
   close(): Promise<void> {

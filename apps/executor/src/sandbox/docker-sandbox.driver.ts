@@ -4,6 +4,8 @@ import { AgentChannel } from './agent-channel';
 import { hardenedContainerSpec } from './container-spec';
 import { LABEL } from './sandbox-labels';
 import { AGENT_COMMAND, SANDBOX_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
+import { DISK_HELPER_LABEL } from './docker-workspace-disks';
+import type { WorkspaceVolumes } from './workspace-volume';
 
 export interface ContainerRef {
   containerId: string;
@@ -22,6 +24,8 @@ export interface OwnedContainer {
   pool: boolean;
   running: boolean;
   volume?: string;
+  /** A short-lived helper that makes or removes a workspace disk image. */
+  diskHelper: boolean;
 }
 
 export interface OwnedVolume {
@@ -39,6 +43,8 @@ export class DockerSandboxDriver {
     private readonly docker: Docker,
     private readonly executorId: string,
     private readonly policy: SandboxPolicy,
+    /** Size-limited workspaces; without it (RUNBOX_SANDBOX_DISK_MB=0) a workspace is a plain volume. */
+    private readonly workspaces?: WorkspaceVolumes,
   ) {}
 
   async ping(): Promise<boolean> {
@@ -59,6 +65,7 @@ export class DockerSandboxDriver {
     const volume = workspace ?? workspaceVolumeOf(name);
     const spec = hardenedContainerSpec(name, allLabels, volume, this.policy);
     try {
+      await this.workspaces?.prepare(volume, allLabels);
       let container: Docker.Container;
       try {
         container = await this.docker.createContainer(spec);
@@ -125,6 +132,7 @@ export class DockerSandboxDriver {
   }
 
   async removeVolume(volume: string): Promise<void> {
+    if (this.workspaces) return this.workspaces.remove(volume);
     try {
       await this.docker.getVolume(volume).remove({ force: true });
     } catch (err) {
@@ -143,6 +151,7 @@ export class DockerSandboxDriver {
       pool: c.Labels[LABEL.pool] === 'true',
       running: c.State === 'running',
       volume: c.Mounts?.find((m) => m.Destination === WORKSPACE)?.Name,
+      diskHelper: c.Labels[DISK_HELPER_LABEL] === 'true',
     }));
   }
 
@@ -153,6 +162,11 @@ export class DockerSandboxDriver {
       sessionId: v.Labels?.[LABEL.session],
       pool: v.Labels?.[LABEL.pool] === 'true',
     }));
+  }
+
+  /** Removes workspace disk images no volume uses (see WorkspaceVolumes.sweepImages). */
+  sweepDiskImages(): Promise<number> {
+    return this.workspaces?.sweepImages() ?? Promise.resolve(0);
   }
 
   private ownLabels(): string[] {
