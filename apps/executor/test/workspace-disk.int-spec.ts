@@ -1,10 +1,11 @@
 import { countExecutorResources, eventually, executorDiskFolder, executorDisks } from '@app/testing';
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EngineDiskImages } from '../src/sandbox/docker-workspace-disks';
+import { DISK_HELPER_LABEL, EngineDiskImages } from '../src/sandbox/docker-workspace-disks';
 import { SandboxPool } from '../src/sandbox/sandbox-pool';
 import { SandboxService } from '../src/sandbox/sandbox.service';
 import { ExecutorHarness, TestSession } from './support/executor-harness';
@@ -123,11 +124,19 @@ describe('workspace disk limit', () => {
     expect(await executorDisks(harness.executorId)).toEqual({ images: [], loopDevices: [] });
   });
 
-  it('sweeps a disk image and loop device that no volume uses (a crash between making the two)', async () => {
+  it('sweeps a disk image and loop device that no volume uses, and a helper container, that a crash left', async () => {
     const disks = new EngineDiskImages(docker, harness.config.RUNBOX_SANDBOX_IMAGE, harness.executorId, '1000:1000');
     const device = await disks.make('runbox-leftover-ws', 16);
     expect(device).toMatch(/^\/dev\/loop\d+$/);
     expect(await executorDisks(harness.executorId)).toEqual({ images: ['runbox-leftover-ws.img'], loopDevices: [device] });
+    // A helper an executor made and never got to start or remove before it stopped.
+    await docker.createContainer({
+      name: `runbox-disk-${randomBytes(6).toString('hex')}`,
+      Image: harness.config.RUNBOX_SANDBOX_IMAGE,
+      Cmd: ['true'],
+      Labels: { 'runbox.managed': 'true', 'runbox.executor': harness.executorId, [DISK_HELPER_LABEL]: 'true' },
+    });
+    expect((await countExecutorResources(harness.executorId)).containers).toBe(1);
 
     await harness.get(SandboxService).sweep();
     expect(await executorDisks(harness.executorId)).toEqual({ images: [], loopDevices: [] });

@@ -64,10 +64,10 @@ export class DockerRuntime implements SandboxRuntime {
     // Read after listing: whatever was made before the listing is known by now.
     const want = await wanted();
     const pool = this.pool.owned();
+    const helpers = this.driver.diskHelpersAtWork();
     const busy = (sessionId?: string) => sessionId !== undefined && want.busySessions.has(sessionId);
-    // A running disk helper is in the middle of its work; a stopped one is a crash's leftover.
     const wantedContainer = (c: OwnedContainer) =>
-      (c.diskHelper && c.running) ||
+      helpers.has(c.name) ||
       want.containers.has(c.containerId) || pool.containers.has(c.containerId) || pool.containers.has(c.name) || busy(c.sessionId);
     const doomed = containers.filter((c) => !wantedContainer(c));
     const mounted = new Set(containers.filter(wantedContainer).map((c) => c.volume));

@@ -4,7 +4,6 @@ import { AgentChannel } from './agent-channel';
 import { hardenedContainerSpec } from './container-spec';
 import { LABEL } from './sandbox-labels';
 import { AGENT_COMMAND, SANDBOX_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
-import { DISK_HELPER_LABEL } from './docker-workspace-disks';
 import type { WorkspaceVolumes } from './workspace-volume';
 
 export interface ContainerRef {
@@ -24,8 +23,6 @@ export interface OwnedContainer {
   pool: boolean;
   running: boolean;
   volume?: string;
-  /** A short-lived helper that makes or removes a workspace disk image. */
-  diskHelper: boolean;
 }
 
 export interface OwnedVolume {
@@ -151,7 +148,6 @@ export class DockerSandboxDriver {
       pool: c.Labels[LABEL.pool] === 'true',
       running: c.State === 'running',
       volume: c.Mounts?.find((m) => m.Destination === WORKSPACE)?.Name,
-      diskHelper: c.Labels[DISK_HELPER_LABEL] === 'true',
     }));
   }
 
@@ -167,6 +163,11 @@ export class DockerSandboxDriver {
   /** Removes workspace disk images no volume uses (see WorkspaceVolumes.sweepImages). */
   sweepDiskImages(): Promise<number> {
     return this.workspaces?.sweepImages() ?? Promise.resolve(0);
+  }
+
+  /** Names of the disk helper containers at work right now: the sweep leaves them alone. */
+  diskHelpersAtWork(): ReadonlySet<string> {
+    return this.workspaces?.helpersAtWork() ?? new Set();
   }
 
   private ownLabels(): string[] {

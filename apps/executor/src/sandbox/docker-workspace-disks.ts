@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Logger } from 'pino';
 import { LABEL } from './sandbox-labels';
@@ -108,6 +109,9 @@ esac
  * to the loop devices; it runs only HELPER_SCRIPT, never anything of a tenant's, with no network.
  */
 export class EngineDiskImages implements DiskImages {
+  /** Helper containers this process made and has not removed yet. */
+  private readonly atWork = new Set<string>();
+
   constructor(
     private readonly docker: Docker,
     private readonly image: string,
@@ -134,9 +138,26 @@ export class EngineDiskImages implements DiskImages {
     return (await this.run('list', 'none')).split('\n').filter((name) => SAFE_NAME.test(name));
   }
 
+  helpersAtWork(): ReadonlySet<string> {
+    return this.atWork;
+  }
+
   /** Runs the helper to its end and returns its standard output; a non-zero exit throws with its error output. */
   private async run(op: string, volume: string, ...rest: string[]): Promise<string> {
+    // Known to the sweep from before it exists until after it is gone: the sweep removes
+    // only helpers no one is waiting for (those of an executor that stopped mid-way).
+    const name = `runbox-disk-${randomBytes(6).toString('hex')}`;
+    this.atWork.add(name);
+    try {
+      return await this.runAs(name, op, volume, rest);
+    } finally {
+      this.atWork.delete(name);
+    }
+  }
+
+  private async runAs(name: string, op: string, volume: string, rest: string[]): Promise<string> {
     const container = await this.docker.createContainer({
+      name,
       Image: this.image,
       User: '0:0',
       Cmd: ['sh', '-c', HELPER_SCRIPT, 'runbox-disk', op, this.executorId, volume, ...rest],
@@ -186,8 +207,7 @@ export class EngineDiskImages implements DiskImages {
       return stdout.text();
     } finally {
       clearTimeout(timer);
-      // Also ends one that ran out of time. One left by an executor that stopped in between
-      // is the sweep's (it carries the executor's labels).
+      // Also ends one that ran out of time.
       await container.remove({ force: true }).catch(() => undefined);
     }
   }

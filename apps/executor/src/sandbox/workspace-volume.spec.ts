@@ -54,6 +54,9 @@ class FakeImages implements DiskImages {
   async list(): Promise<string[]> {
     return [...this.attachedTo.keys()];
   }
+  helpersAtWork(): ReadonlySet<string> {
+    return new Set();
+  }
 }
 
 const LABELS = { 'runbox.managed': 'true', 'runbox.session': 'ses_1' };

@@ -36,6 +36,8 @@ export interface DiskImages {
   destroy(volume: string): Promise<void>;
   /** The volume names that have an image. */
   list(): Promise<string[]>;
+  /** Names of the containers doing this work right now, if it takes any. */
+  helpersAtWork(): ReadonlySet<string>;
 }
 
 export class WorkspaceDiskError extends Error {}
@@ -78,6 +80,11 @@ export class WorkspaceVolumes {
     } finally {
       this.preparing.delete(name);
     }
+  }
+
+  /** Helper containers at work for this process; anything else carrying the helper label is a leftover. */
+  helpersAtWork(): ReadonlySet<string> {
+    return this.images.helpersAtWork();
   }
 
   /** Removes the volume, then its image and loop device. */
