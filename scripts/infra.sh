@@ -27,6 +27,9 @@ ensure_packages() {
   have pg_ctlcluster || missing+=(postgresql)
   have nats-server || missing+=(nats-server)
   have dockerd || missing+=(docker.io)
+  # losetup: the tests look at the loop devices behind workspace disks (the executor itself
+  # needs nothing on the host; the engine's helper containers do the work).
+  have losetup || missing+=(mount)
   # debootstrap is not needed up front: deploy/sandbox/build.sh installs it only when no
   # container registry answers and it has to build the sandbox base itself.
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
@@ -41,7 +44,16 @@ ensure_test_packages() {
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 }
 
+# Workspace disks are loop devices (docs/sandbox.md#workspace-size); where the loop driver is
+# a module it may not be loaded yet.
+ensure_loop_devices() {
+  [ -e /dev/loop-control ] && return 0
+  is_root && modprobe loop 2>/dev/null && [ -e /dev/loop-control ] && return 0
+  warn "no loop devices on this host (/dev/loop-control): sandboxes cannot get size-limited workspaces; load the loop module, or set RUNBOX_SANDBOX_DISK_MB=0 to run without a limit"
+}
+
 start_docker() {
+  ensure_loop_devices
   docker_up && return 0
   is_root || die "the Docker engine is not running; start it (sudo systemctl start docker) or run ./runbox up as root"
   log "starting dockerd"

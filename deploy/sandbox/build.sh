@@ -10,7 +10,7 @@ source "$(dirname "$0")/../../scripts/lib.sh"
 
 HERE="$RUNBOX_ROOT/deploy/sandbox"
 REPO=runbox-sandbox
-PACKAGES="bash,coreutils,ripgrep,git,python3,procps,ca-certificates,passwd,poppler-utils"
+PACKAGES="bash,coreutils,ripgrep,git,python3,procps,ca-certificates,passwd,poppler-utils,e2fsprogs"
 hash=$(cd "$HERE" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' ! -path './agent/tests/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-12)
 TAG="$REPO:$hash"
 

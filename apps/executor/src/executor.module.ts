@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DockerSandboxDriver } from './sandbox/docker-sandbox.driver';
+import { workspaceVolumesOn } from './sandbox/docker-workspace-disks';
 import { sandboxPolicyFrom } from './sandbox/sandbox-policy';
 import { SandboxRepository } from './sandbox/sandbox.repository';
 import { DockerRuntime } from './sandbox/docker-runtime';
@@ -46,8 +47,11 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     { provide: Docker, useFactory: () => new Docker() },
     {
       provide: DockerSandboxDriver,
-      inject: [Docker, EXECUTOR_ID, RUNBOX_CONFIG],
-      useFactory: (docker: Docker, id: string, c: RunboxConfig) => new DockerSandboxDriver(docker, id, sandboxPolicyFrom(c)),
+      inject: [Docker, EXECUTOR_ID, RUNBOX_CONFIG, LOGGER],
+      useFactory: (docker: Docker, id: string, c: RunboxConfig, l: Logger) => {
+        const workspaces = workspaceVolumesOn(docker, { image: c.RUNBOX_SANDBOX_IMAGE, executorId: id, sizeMb: c.RUNBOX_SANDBOX_DISK_MB }, l);
+        return new DockerSandboxDriver(docker, id, sandboxPolicyFrom(c), workspaces);
+      },
     },
     { provide: SandboxRepository, inject: [PrismaService], useFactory: (db: PrismaService) => new SandboxRepository(db) },
     {

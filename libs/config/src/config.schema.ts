@@ -71,6 +71,16 @@ export const configSchema = z.object({
   RUNBOX_SANDBOX_MEMORY_MB: z.coerce.number().int().positive().default(1024),
   RUNBOX_SANDBOX_CPUS: z.coerce.number().positive().default(1),
   RUNBOX_SANDBOX_PIDS: z.coerce.number().int().positive().default(512),
+  /**
+   * Size of each session's /workspace in MiB, enforced by the kernel (an ext4 image on a loop
+   * device per workspace volume). 0 runs without a limit: an explicit operator choice.
+   */
+  RUNBOX_SANDBOX_DISK_MB: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .refine((mb) => mb === 0 || mb >= 16, 'must be 0 (no limit) or at least 16 (a smaller ext4 has no room for its journal)')
+    .default(2048),
   /** Give sandboxes a network (bridge). Off by default: containers see only loopback. */
   RUNBOX_SANDBOX_NETWORK: flag,
   RUNBOX_SANDBOX_IDLE_TTL_SECONDS: z.coerce.number().int().positive().default(1800),

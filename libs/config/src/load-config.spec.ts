@@ -26,6 +26,14 @@ describe('loadConfig', () => {
     expect(config.RUNBOX_SANDBOX_BACKEND).toBe('local');
     expect(loadConfig({}).RUNBOX_SANDBOX_BACKEND).toBe('docker');
   });
+
+  it('takes a workspace disk limit of 0 (none, by choice) or at least 16 MiB', () => {
+    expect(loadConfig({}).RUNBOX_SANDBOX_DISK_MB).toBe(2048);
+    expect(loadConfig({ RUNBOX_SANDBOX_DISK_MB: '0' }).RUNBOX_SANDBOX_DISK_MB).toBe(0);
+    expect(loadConfig({ RUNBOX_SANDBOX_DISK_MB: '64' }).RUNBOX_SANDBOX_DISK_MB).toBe(64);
+    expect(() => loadConfig({ RUNBOX_SANDBOX_DISK_MB: '8' })).toThrow(/RUNBOX_SANDBOX_DISK_MB.*at least 16/);
+    expect(() => loadConfig({ RUNBOX_SANDBOX_DISK_MB: '-1' })).toThrow(/RUNBOX_SANDBOX_DISK_MB/);
+  });
 });
 
 describe('configSecrets', () => {

@@ -1,6 +1,16 @@
 import Docker from 'dockerode';
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 
-/** Removes every container and volume labelled with the executor id (what `TestStack.stop` and the executor harness do last). */
+/** The Docker volume that holds executors' workspace disk images, one folder per executor. */
+const DISKS_VOLUME = 'runbox-disks';
+
+/**
+ * Removes every container and volume labelled with the executor id, then its workspace disk
+ * images and their loop devices (what `TestStack.stop` and the executor harness do last).
+ */
 export async function removeExecutorResources(executorId: string): Promise<void> {
   const docker = new Docker();
   const filters = { label: [`runbox.executor=${executorId}`] };
@@ -8,6 +18,35 @@ export async function removeExecutorResources(executorId: string): Promise<void>
   await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
   const { Volumes } = await docker.listVolumes({ filters });
   await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => undefined)));
+  // Tests run as root on the engine's host, so the images and loop devices can be reached directly.
+  const { loopDevices } = await executorDisks(executorId);
+  for (const device of loopDevices) await promisify(execFile)('losetup', ['-d', device]).catch(() => undefined);
+  const folder = await executorDiskFolder(executorId);
+  if (folder) rmSync(folder, { recursive: true, force: true });
+}
+
+/** Where the engine keeps the executor's workspace disk images, seen from this host. */
+export async function executorDiskFolder(executorId: string): Promise<string | undefined> {
+  try {
+    const info = await new Docker().getVolume(DISKS_VOLUME).inspect();
+    return join(info.Mountpoint, executorId);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The executor's workspace disk images still on the host, and the loop devices still attached
+ * to one: a test that ends the executor's sessions ends with none of either.
+ */
+export async function executorDisks(executorId: string): Promise<{ images: string[]; loopDevices: string[] }> {
+  const folder = await executorDiskFolder(executorId);
+  const images = folder && existsSync(folder) ? readdirSync(folder) : [];
+  const loopDevices = readdirSync('/sys/block')
+    .filter((dev) => dev.startsWith('loop') && existsSync(`/sys/block/${dev}/loop/backing_file`))
+    .filter((dev) => readFileSync(`/sys/block/${dev}/loop/backing_file`, 'utf8').includes(`/${executorId}/`))
+    .map((dev) => `/dev/${dev}`);
+  return { images, loopDevices };
 }
 
 /** Containers and volumes still labelled with the executor id: a test ends with none. */

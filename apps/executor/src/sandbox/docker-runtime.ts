@@ -64,8 +64,10 @@ export class DockerRuntime implements SandboxRuntime {
     // Read after listing: whatever was made before the listing is known by now.
     const want = await wanted();
     const pool = this.pool.owned();
+    const helpers = this.driver.diskHelpersAtWork();
     const busy = (sessionId?: string) => sessionId !== undefined && want.busySessions.has(sessionId);
     const wantedContainer = (c: OwnedContainer) =>
+      helpers.has(c.name) ||
       want.containers.has(c.containerId) || pool.containers.has(c.containerId) || pool.containers.has(c.name) || busy(c.sessionId);
     const doomed = containers.filter((c) => !wantedContainer(c));
     const mounted = new Set(containers.filter(wantedContainer).map((c) => c.volume));
@@ -89,7 +91,7 @@ export class DockerRuntime implements SandboxRuntime {
     for (const v of doomedVolumes) {
       await attempt({ volume: v.name, sessionId: v.sessionId }, () => this.driver.removeVolume(v.name));
     }
-    return removed;
+    return removed + (await this.driver.sweepDiskImages());
   }
 
   close(): Promise<void> {

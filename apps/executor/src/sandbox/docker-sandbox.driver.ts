@@ -4,6 +4,7 @@ import { AgentChannel } from './agent-channel';
 import { hardenedContainerSpec } from './container-spec';
 import { LABEL } from './sandbox-labels';
 import { AGENT_COMMAND, AGENT_USER, SandboxPolicy, WORKSPACE } from './sandbox-policy';
+import type { WorkspaceVolumes } from './workspace-volume';
 
 export interface ContainerRef {
   containerId: string;
@@ -39,6 +40,8 @@ export class DockerSandboxDriver {
     private readonly docker: Docker,
     private readonly executorId: string,
     private readonly policy: SandboxPolicy,
+    /** Size-limited workspaces; without it (RUNBOX_SANDBOX_DISK_MB=0) a workspace is a plain volume. */
+    private readonly workspaces?: WorkspaceVolumes,
   ) {}
 
   async ping(): Promise<boolean> {
@@ -59,6 +62,7 @@ export class DockerSandboxDriver {
     const volume = workspace ?? workspaceVolumeOf(name);
     const spec = hardenedContainerSpec(name, allLabels, volume, this.policy);
     try {
+      await this.workspaces?.prepare(volume, allLabels);
       let container: Docker.Container;
       try {
         container = await this.docker.createContainer(spec);
@@ -126,6 +130,7 @@ export class DockerSandboxDriver {
   }
 
   async removeVolume(volume: string): Promise<void> {
+    if (this.workspaces) return this.workspaces.remove(volume);
     try {
       await this.docker.getVolume(volume).remove({ force: true });
     } catch (err) {
@@ -154,6 +159,16 @@ export class DockerSandboxDriver {
       sessionId: v.Labels?.[LABEL.session],
       pool: v.Labels?.[LABEL.pool] === 'true',
     }));
+  }
+
+  /** Removes workspace disk images no volume uses (see WorkspaceVolumes.sweepImages). */
+  sweepDiskImages(): Promise<number> {
+    return this.workspaces?.sweepImages() ?? Promise.resolve(0);
+  }
+
+  /** Names of the disk helper containers at work right now: the sweep leaves them alone. */
+  diskHelpersAtWork(): ReadonlySet<string> {
+    return this.workspaces?.helpersAtWork() ?? new Set();
   }
 
   private ownLabels(): string[] {
