@@ -50,6 +50,14 @@ export class ComposeProject {
     return docker('network', 'inspect', `${this.name}_default`, '--format', '{{(index .IPAM.Config 0).Gateway}}');
   }
 
+  /** Each service's health as its image's HEALTHCHECK reports it; for a stopped one, its exit status. */
+  async health(): Promise<Record<string, string>> {
+    const ids = (await this.compose('ps', '-q')).split('\n').filter(Boolean);
+    const lines = await Promise.all(ids.map((id) => docker('inspect', '--format',
+      '{{index .Config.Labels "com.docker.compose.service"}} {{if and (eq .State.Status "running") .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}} {{.State.ExitCode}}{{end}}', id)));
+    return Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]));
+  }
+
   /** What the machine's Docker engine still holds of this project, by Compose's labels. */
   async leftovers(): Promise<{ containers: string; volumes: string; networks: string }> {
     const filter = `label=com.docker.compose.project=${this.name}`;

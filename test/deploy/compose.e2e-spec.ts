@@ -91,6 +91,15 @@ describe('the Compose stack', () => {
     expect(sandboxes).toBe('runbox-sandbox:current');
   });
 
+  it("reports every long-running service healthy by its image's health check, the migration exited", async () => {
+    const expected = { postgres: 'healthy', nats: 'healthy', engine: 'healthy', executor: 'healthy', gateway: 'healthy', migrate: 'exited 0' };
+    const health = await eventually('every service healthy', async () => {
+      const now = await project.health();
+      return Object.values(now).includes('starting') ? undefined : now;
+    }, 120_000, 1000);
+    expect(health).toEqual(expected);
+  });
+
   it('comes down leaving no container, volume or network behind', async () => {
     await project.down();
     downed = true;
