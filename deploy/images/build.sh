@@ -55,7 +55,7 @@ build() {
   local name=$1 tag=$2 context=$3
   log "building $tag"
   local started=$SECONDS
-  DOCKER_BUILDKIT=0 docker build -q --build-arg BASE_IMAGE="$BASE" \
+  DOCKER_BUILDKIT=0 docker build -q --force-rm --build-arg BASE_IMAGE="$BASE" \
     --label org.opencontainers.image.title="$name" \
     --label org.opencontainers.image.version="$VERSION" \
     --label org.opencontainers.image.source="$SOURCE_URL" \
