@@ -22,7 +22,13 @@ export interface K8sObject {
 
 /** `kubectl kustomize DIR`, parsed. Bounded: a hung render fails the test, not the suite. */
 export function render(dir: string): K8sObject[] {
-  const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000, maxBuffer: 16 << 20 });
+  let out: string;
+  try {
+    out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000, maxBuffer: 16 << 20 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('kubectl (1.27 or newer, with kustomize 5) is needed to render deploy/kubernetes');
+    throw err;
+  }
   return parseAllDocuments(out).map((doc) => {
     if (doc.errors.length > 0) throw new Error(`${dir}: ${doc.errors[0].message}`);
     return doc.toJS() as K8sObject;
