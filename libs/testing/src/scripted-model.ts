@@ -83,10 +83,14 @@ export class ScriptedModelServer {
     this.requests.length = 0;
   }
 
-  async start(): Promise<string> {
+  /**
+   * Listens on `host` (loopback unless a test's gateway runs in a container: then the
+   * address of that container network's bridge on this machine).
+   */
+  async start(host = '127.0.0.1'): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+    await new Promise<void>((resolve) => this.server!.listen(0, host, resolve));
+    return `http://${host}:${(this.server.address() as AddressInfo).port}/v1`;
   }
 
   async stop(): Promise<void> {
