@@ -1,2 +1,3 @@
 export * from './nats-client';
+export * from './large-message';
 export const NATS_CLIENT = Symbol('NATS_CLIENT');

@@ -22,13 +22,13 @@ export class SessionReleaseHandler {
 
   listen(): void {
     const release = (msg: SessionRelease) => this.release(msg);
-    this.nats.serve(SESSION_RELEASE_SUBJECT, sessionReleaseSchema, release, EXECUTOR_QUEUE_GROUP);
+    this.nats.serve(SESSION_RELEASE_SUBJECT, sessionReleaseSchema, release, { queue: EXECUTOR_QUEUE_GROUP });
     this.nats.serve(pinnedSessionReleaseSubject(this.sandboxes.executorId), sessionReleaseSchema, release);
     this.nats.serve(
       EXECUTOR_PING_SUBJECT,
       executorPingSchema,
       async () => ({ executor_id: this.sandboxes.executorId, docker: await this.driver.ping(), sandboxes: this.sandboxes.size }),
-      EXECUTOR_QUEUE_GROUP,
+      { queue: EXECUTOR_QUEUE_GROUP },
     );
   }
 

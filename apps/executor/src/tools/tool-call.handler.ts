@@ -1,6 +1,7 @@
 import {
   EXECUTOR_QUEUE_GROUP,
   pinnedToolCallSubject,
+  RpcError,
   TOOL_CALL_SUBJECT,
   TOOL_CANCEL_SUBJECT,
   ToolCallReply,
@@ -28,6 +29,11 @@ export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit
 /** Time the sandbox gets beyond the tool's own limit to report a timeout itself. */
 const CHANNEL_MARGIN_MS = 5_000;
 
+/** Room in one message for what a reply carries besides the output (metadata, ids). */
+const REPLY_ROOM_BYTES = 64 * 1024;
+/** A server configured with a tiny max_payload still gets readable output (in pieces). */
+const MIN_OUTPUT_BYTES = 16 * 1024;
+
 type ToolCallRequest = z.output<typeof toolCallRequestSchema>;
 
 /** NATS side of tool calls: validates, routes to the session's sandbox, answers. */
@@ -40,8 +46,9 @@ export class ToolCallHandler {
 
   listen(): void {
     const handle = (req: ToolCallRequest) => this.handle(req);
-    this.nats.serve(TOOL_CALL_SUBJECT, toolCallRequestSchema, handle, EXECUTOR_QUEUE_GROUP);
-    this.nats.serve(pinnedToolCallSubject(this.sandboxes.executorId), toolCallRequestSchema, handle);
+    const errorReply = (error: RpcError): ToolCallReply => ({ ok: false, executor_id: this.sandboxes.executorId, error });
+    this.nats.serve(TOOL_CALL_SUBJECT, toolCallRequestSchema, handle, { queue: EXECUTOR_QUEUE_GROUP, errorReply });
+    this.nats.serve(pinnedToolCallSubject(this.sandboxes.executorId), toolCallRequestSchema, handle, { errorReply });
     this.nats.serve(TOOL_CANCEL_SUBJECT, toolCancelSchema, (msg) => this.cancel(msg));
   }
 
@@ -52,7 +59,7 @@ export class ToolCallHandler {
     if (!SANDBOX_OPS.has(req.tool)) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
     if (!this.sandboxes.supports(req.backend)) return fail('backend_disabled', refusal(req.backend));
     try {
-      const args = { ...req.arguments, max_output_chars: req.max_output_chars };
+      const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req.tool) };
       const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
       const result = await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
       return { ok: true, executor_id, result };
@@ -78,6 +85,17 @@ export class ToolCallHandler {
       }
       throw err;
     }
+  }
+
+  /**
+   * The bytes the sandbox may put in a result's output before it spills the output to a
+   * workspace file: what fits in one NATS message with room for the rest of the reply.
+   * read_bytes is exempt: its caller needs every byte, and a reply over the limit travels
+   * in pieces.
+   */
+  private byteBudget(tool: string): { max_output_bytes?: number } {
+    if (tool === 'read_bytes') return {};
+    return { max_output_bytes: Math.max(this.nats.messageLimitBytes - REPLY_ROOM_BYTES, MIN_OUTPUT_BYTES) };
   }
 
   private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
