@@ -107,6 +107,9 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
     this.janitor.start();
     this.tools.listen();
     this.sessions.listen();
+    // Ready means subscribed: until the server has the subscriptions, a call finds no
+    // responders. The flush's round trip proves it has them, so init() resolves only then.
+    await this.nats.flush();
     this.logger.info({ executorId: this.sandboxes.executorId }, 'executor listening');
   }
 
