@@ -5,7 +5,6 @@ import { ToolResult } from '@app/contracts';
 import { ExecutorClient } from '../tools/executor.client';
 import { InvalidToolArgumentsError, ToolDispatcher, ToolInfrastructureError } from '../tools/tool-dispatcher';
 import { ToolRegistry } from '../tools/tool-registry';
-import { truncateOutput } from '../tools/truncate-output';
 import { abortKind, raceAbort } from './run-abort';
 import { RunContext, RunFailure } from './run-context';
 import { RunEventsService } from './run-events.service';
@@ -146,7 +145,9 @@ export class ToolCallRunner {
     const result = await this.execute(ctx, call);
     await this.finish(ctx, call, {
       status: result.is_error ? 'failed' : 'completed',
-      output: truncateOutput(result.output, ctx.limits.maxOutputChars),
+      // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
+      // again here would cut the notes that say what was cut.
+      output: result.output,
       isError: result.is_error,
       metadata: result.metadata,
     });

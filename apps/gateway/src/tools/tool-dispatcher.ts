@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
-import { truncateOutput } from './truncate-output';
+import { applyOutputBudget, enforceOutputBudget } from './output-budget';
 
 export const DEFAULT_MAX_OUTPUT_CHARS = 30_000;
 
@@ -92,8 +92,9 @@ export class ToolDispatcher {
       const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }
-    // The agent cuts its own output; this guards against any path that did not.
-    return { ...reply.result, output: truncateOutput(reply.result.output, maxOutputChars), executorId: reply.executor_id };
+    // The agent applied the budget (and spilled what was too large in bytes); this only
+    // catches a sandbox that did not, and never cuts the agent's notes.
+    return { ...reply.result, output: enforceOutputBudget(reply.result.output, maxOutputChars), executorId: reply.executor_id };
   }
 
   private async executeInGateway(
@@ -106,7 +107,7 @@ export class ToolDispatcher {
     const runner = this.registry.gatewayTool(name);
     if (!runner) throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
     const result = await runner.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
-    return { ...result, output: truncateOutput(result.output, maxOutputChars) };
+    return { ...result, output: applyOutputBudget(result.output, maxOutputChars) };
   }
 
   private timeoutFor(name: string, args: Record<string, unknown>, overrides?: Record<string, number>): number {

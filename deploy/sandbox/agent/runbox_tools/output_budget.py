@@ -16,6 +16,9 @@ from .registry import ToolError
 
 DEFAULT_MAX_OUTPUT_CHARS = 30000
 SPILL_DIR = ".runbox/outputs"
+# Closing notes kept through a cut: a few short lines, never a way to keep content uncut.
+MAX_CLOSING_NOTES = 3
+MAX_NOTE_CHARS = 300
 
 
 def fit_output(result, args, request_id=None):
@@ -33,10 +36,29 @@ def fit_output(result, args, request_id=None):
 
 
 def cut_to_chars(text, limit):
-    """The first `limit` characters, then a note on a line of its own counting exactly what was cut."""
+    """At most `limit` characters of the tool's text, then a note counting exactly what was cut.
+
+    The tool's own closing notes (its last lines starting with "… ", such as read_file's
+    "… 1 more line (use offset=2 to continue)") are kept whole after the cut note and count
+    against the budget: they tell the model how to go on, which matters more than the last
+    characters of the content.
+    """
     if len(text) <= limit:
         return text
-    return text[:limit] + _cut_note(len(text) - limit, limit)
+    body, notes = split_closing_notes(text)
+    keep = max(limit - len(notes), 0)
+    return body[:keep] + _cut_note(len(body) - keep, limit) + notes
+
+
+def split_closing_notes(text):
+    """(text without its closing notes, the notes with their leading newlines)."""
+    start = len(text)
+    for _ in range(MAX_CLOSING_NOTES):
+        line_start = text.rfind("\n", 0, start)
+        if line_start < 0 or not text.startswith("\n… ", line_start) or start - line_start > MAX_NOTE_CHARS:
+            break
+        start = line_start
+    return text[:start], text[start:]
 
 
 def _cut_note(cut, limit):

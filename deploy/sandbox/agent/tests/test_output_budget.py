@@ -32,6 +32,23 @@ class OutputBudgetTest(unittest.TestCase):
         result = self.fit("a" * 5000, max_output_chars=1000)
         self.assertEqual(result["output"], "a" * 1000 + "\n… 4000 characters cut (max_output_chars=1000)")
 
+    def test_keeps_the_tools_closing_notes_whole_through_a_cut(self):
+        text = "header\n\n" + "x" * 5000 + "\n… 1 more line (use offset=2 to continue)"
+        result = self.fit(text, max_output_chars=1000)
+        notes = "\n… 1 more line (use offset=2 to continue)"
+        self.assertTrue(result["output"].endswith(notes))
+        shown = result["output"][: -len(notes)]
+        head, cut_note = shown.rsplit("\n", 1)
+        self.assertEqual(len(head) + len(notes), 1000)
+        self.assertEqual(cut_note, "… %d characters cut (max_output_chars=1000)" % (len(text) - len(notes) - len(head)))
+        self.assertTrue(text.startswith(head))
+
+    def test_does_not_take_content_for_notes(self):
+        # A long last line starting with "… " is content, and is cut like any other.
+        text = "a" * 2000 + "\n… " + "b" * 2000
+        result = self.fit(text, max_output_chars=1000)
+        self.assertEqual(result["output"], "a" * 1000 + "\n… %d characters cut (max_output_chars=1000)" % (len(text) - 1000))
+
     def test_spills_output_over_the_byte_budget_whole_and_keeps_a_head_that_fits(self):
         text = "".join("line %d é\n" % i for i in range(50000))
         result = self.fit(text, max_output_chars=1_000_000, max_output_bytes=64 * 1024)
