@@ -36,6 +36,8 @@ const chunkRequestSchema = z.object({ index: z.number().int().min(0) });
 export class LargeMessageError extends Error {}
 
 export interface LargeMessageOptions {
+  /** The most this message may take (its contract's limit, at most MAX_LARGE_MESSAGE_BYTES). */
+  maxBytes: number;
   /** Bytes one piece may take (below the server's max_payload). */
   chunkBytes: number;
   /** How long the sender keeps offering the pieces. */
@@ -47,9 +49,8 @@ export interface LargeMessageOptions {
  * ends when the last piece is fetched or after `offerMs`, whichever is first.
  */
 export function offerLargeMessage(connection: NatsConnection, bytes: Uint8Array, options: LargeMessageOptions): Uint8Array {
-  if (bytes.length > MAX_LARGE_MESSAGE_BYTES) {
-    throw new LargeMessageError(`a message of ${bytes.length} bytes is over the ${MAX_LARGE_MESSAGE_BYTES}-byte limit for any message`);
-  }
+  const maxBytes = Math.min(options.maxBytes, MAX_LARGE_MESSAGE_BYTES);
+  if (bytes.length > maxBytes) throw new LargeMessageError(`a message of ${bytes.length} bytes is over its ${maxBytes}-byte limit`);
   const subject = createInbox();
   const chunks = Math.ceil(bytes.length / options.chunkBytes);
   const end = () => {
@@ -84,13 +85,12 @@ export function isLargeMessageEnvelope(data: Uint8Array): boolean {
 }
 
 /** Fetches every piece an envelope names and returns the whole message's bytes. */
-export async function fetchLargeMessage(connection: NatsConnection, data: Uint8Array): Promise<Uint8Array> {
+export async function fetchLargeMessage(connection: NatsConnection, data: Uint8Array, limit = MAX_LARGE_MESSAGE_BYTES): Promise<Uint8Array> {
   const parsed = parseJson(data, envelopeSchema);
   if (!parsed) throw new LargeMessageError('a large-message envelope was malformed');
   const { subject, bytes, chunk_bytes } = parsed[ENVELOPE_KEY];
-  if (bytes > MAX_LARGE_MESSAGE_BYTES) {
-    throw new LargeMessageError(`a message of ${bytes} bytes is over the ${MAX_LARGE_MESSAGE_BYTES}-byte limit for any message`);
-  }
+  const maxBytes = Math.min(limit, MAX_LARGE_MESSAGE_BYTES);
+  if (bytes > maxBytes) throw new LargeMessageError(`a message of ${bytes} bytes is over its ${maxBytes}-byte limit`);
   const whole = new Uint8Array(bytes);
   let filled = 0;
   for (let index = 0; filled < bytes; index++) {

@@ -1,7 +1,20 @@
-import { connect, ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError, Subscription } from 'nats';
+import { EventContract, RequestContract } from '@app/contracts';
+import {
+  AckPolicy,
+  connect,
+  Consumer,
+  ErrorCode as NatsErrorCode,
+  JSONCodec,
+  Msg,
+  NatsConnection,
+  NatsError,
+  RetentionPolicy,
+  StorageType,
+  Subscription,
+} from 'nats';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ZodType } from 'zod';
+import { ZodError, ZodType } from 'zod';
 import { fetchLargeMessage, isLargeMessageEnvelope, LargeMessageError, offerLargeMessage } from './large-message';
 
 const codec = JSONCodec<unknown>();
@@ -18,18 +31,6 @@ const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** How long a large reply stays on offer for the caller to fetch. */
 const REPLY_OFFER_MS = 60_000;
 
-/** A reply for a request that could not be handled; each subject shapes it for its reply schema. */
-export type ErrorReply = (error: { code: string; message: string }) => unknown;
-
-export interface ServeOptions {
-  /** With a queue group, one member of the group gets each request. */
-  queue?: string;
-  /** Shapes the adapter's own error replies (bad JSON, invalid request, handler failure). */
-  errorReply?: ErrorReply;
-}
-
-const plainErrorReply: ErrorReply = (error) => ({ ok: false, error });
-
 /** No responder, or none in time: the caller cannot know whether the work happened. */
 export class NatsTimeoutError extends Error {
   constructor(
@@ -40,12 +41,46 @@ export class NatsTimeoutError extends Error {
   }
 }
 
-export type RequestHandler<T> = (payload: T) => Promise<unknown>;
+/**
+ * A message this side built or received broke its contract: a bug or a version mismatch
+ * between services, never the caller's fault, so it must surface as an internal error
+ * (a 500 with an error id), not as a validation error naming the caller's input.
+ */
+export class ContractViolationError extends Error {
+  constructor(
+    readonly subject: string,
+    readonly direction: 'request' | 'reply' | 'event',
+    readonly issues: string,
+  ) {
+    super(`the ${direction} on ${subject} broke its contract: ${issues}`);
+  }
+}
+
+export type RequestHandler<Req, Rep> = (payload: Req) => Promise<Rep>;
+
+export interface ServeOptions {
+  /** With a queue group, one member of the group gets each request. */
+  queue?: string;
+  /** The subject when it is not the contract's own (a per-executor subject). */
+  subject?: string;
+  /** Names the responder in its error replies (the executor id). */
+  responderId: string;
+}
+
+/** A stream whose one durable consumer hands each message to one worker, with explicit acks. */
+export interface WorkQueueOptions {
+  stream: string;
+  consumer: string;
+  /** How long a message may go without an ack or a `working()` before it is handed out again. */
+  ackWaitMs: number;
+  /** How long a repeated message id is recognised and dropped. */
+  duplicateWindowMs: number;
+}
 
 /**
- * The one place that talks to NATS. Every payload is validated with its contract's schema
- * on the way out and on the way in; an invalid message is answered with an error and logged,
- * never handed to a handler.
+ * The one place that talks to NATS. Every message is checked against its subject's
+ * contract (libs/contracts) on the way out and on the way in, and bounded in bytes: the
+ * server's max_payload per message, the contract's limit per assembled message.
  */
 export class NatsClient {
   private constructor(
@@ -75,43 +110,49 @@ export class NatsClient {
 
   /**
    * Sends a request and returns its validated reply. A request or reply over
-   * `messageLimitBytes` travels in pieces (large-message.ts), up to MAX_LARGE_MESSAGE_BYTES.
+   * `messageLimitBytes` travels in pieces (large-message.ts), up to the contract's limit.
    */
-  async request<Req, Rep>(
-    subject: string,
-    requestSchema: ZodType<Req>,
-    payload: unknown,
-    replySchema: ZodType<Rep>,
-    timeoutMs: number,
-  ): Promise<Rep> {
-    const body = this.encode(requestSchema.parse(payload), timeoutMs);
+  async request<Req, Rep, ReqInput>(contract: RequestContract<Req, Rep, ReqInput>, payload: ReqInput, options: { timeoutMs: number; subject?: string }): Promise<Rep> {
+    const subject = options.subject ?? contract.subject;
+    const body = this.encode(checked(contract.request, payload, subject, 'request'), contract.maxBytes, options.timeoutMs);
+    let data: Uint8Array;
     try {
-      const msg = await this.connection.request(subject, body, { timeout: timeoutMs });
-      return replySchema.parse(codec.decode(await this.whole(msg.data)));
+      const msg = await this.connection.request(subject, body, { timeout: options.timeoutMs });
+      data = await this.whole(msg.data, contract.maxBytes);
     } catch (err) {
       if (err instanceof NatsError && (err.code === NatsErrorCode.Timeout || err.code === NatsErrorCode.NoResponders)) {
         throw new NatsTimeoutError(subject, err.code === NatsErrorCode.NoResponders);
       }
       throw err;
     }
+    return checked(contract.reply, decode(data, subject), subject, 'reply');
   }
 
   /** Fire and forget; a payload over `messageLimitBytes` is refused (nobody would fetch its pieces). */
-  publish<T>(subject: string, schema: ZodType<T>, payload: unknown): void {
-    const body = codec.encode(schema.parse(payload));
-    if (body.length > this.messageLimitBytes) {
-      throw new LargeMessageError(`a ${body.length}-byte message on ${subject} is over the ${this.messageLimitBytes}-byte message limit`);
-    }
-    this.connection.publish(subject, body);
+  publish<T>(contract: EventContract<T>, payload: T, subject = contract.subject): void {
+    this.connection.publish(subject, this.encodeEvent(contract, payload, subject));
+  }
+
+  /** Calls `onMessage` with every valid message on `subject`; invalid ones are logged and dropped. */
+  subscribe<T>(contract: EventContract<T>, onMessage: (payload: T) => void, subject = contract.subject): { unsubscribe(): void } {
+    return this.connection.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        const parsed = msg.data.length <= contract.maxBytes ? contract.payload.safeParse(safeDecode(msg.data)) : null;
+        if (parsed?.success) onMessage(parsed.data);
+        else this.logger.warn({ subject }, 'dropped an invalid message');
+      },
+    });
   }
 
   /**
-   * Answers requests on `subject`. Every request gets exactly one reply: the handler's, or
-   * an error shaped by `errorReply` when the request was invalid, the handler threw, or the
-   * reply could not be sent.
+   * Answers requests. Every request gets exactly one reply that satisfies the contract:
+   * the handler's, or the contract's error reply when the request was invalid, the handler
+   * threw or broke the reply contract, or the reply could not be sent.
    */
-  serve<T>(subject: string, schema: ZodType<T>, handler: RequestHandler<T>, options: ServeOptions = {}): Subscription {
-    const errorReply = options.errorReply ?? plainErrorReply;
+  serve<Req, Rep, ReqInput>(contract: RequestContract<Req, Rep, ReqInput>, handler: RequestHandler<Req, Rep>, options: ServeOptions): Subscription {
+    const subject = options.subject ?? contract.subject;
+    const fail = (code: string, message: string) => contract.errorReply({ code, message }, options.responderId);
     return this.connection.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
@@ -119,9 +160,49 @@ export class NatsClient {
           this.logger.error({ subject, err }, 'subscription failed');
           return;
         }
-        void this.dispatch(subject, schema, handler, errorReply, msg.data).then((reply) => this.answer(subject, msg, reply, errorReply));
+        void this.dispatch(subject, contract, handler, fail, msg.data).then((reply) => this.answer(subject, contract, msg, reply, fail));
       },
     });
+  }
+
+  /** Publishes to a JetStream stream; a repeated `msgID` within the stream's window is dropped. */
+  async publishToStream<T>(contract: EventContract<T>, payload: T, msgID: string): Promise<void> {
+    await this.connection.jetstream().publish(contract.subject, this.encodeEvent(contract, payload, contract.subject), { msgID });
+  }
+
+  /** Creates the work-queue stream and its durable consumer, or brings the consumer's ack wait up to date. */
+  async ensureWorkQueue<T>(contract: EventContract<T>, options: WorkQueueOptions): Promise<void> {
+    const jsm = await this.connection.jetstreamManager();
+    try {
+      await jsm.streams.info(options.stream);
+    } catch {
+      await jsm.streams.add({
+        name: options.stream,
+        subjects: [contract.subject],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        duplicate_window: options.duplicateWindowMs * 1_000_000,
+      });
+    }
+    const ackWait = options.ackWaitMs * 1_000_000;
+    try {
+      const info = await jsm.consumers.info(options.stream, options.consumer);
+      if (info.config.ack_wait !== ackWait) await jsm.consumers.update(options.stream, options.consumer, { ack_wait: ackWait });
+    } catch {
+      await jsm.consumers.add(options.stream, { durable_name: options.consumer, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
+    }
+  }
+
+  /** The stream's durable consumer, to pull messages from. */
+  consumer(stream: string, name: string): Promise<Consumer> {
+    return this.connection.jetstream().consumers.get(stream, name);
+  }
+
+  /** Parses a message pulled from a stream against its contract; null when it breaks it. */
+  parseEvent<T>(contract: EventContract<T>, data: Uint8Array): T | null {
+    if (data.length > contract.maxBytes) return null;
+    const parsed = contract.payload.safeParse(safeDecode(data));
+    return parsed.success ? parsed.data : null;
   }
 
   /** Waits until the server has seen everything sent so far (subscriptions included). */
@@ -129,45 +210,61 @@ export class NatsClient {
     await this.connection.flush();
   }
 
-  private async dispatch<T>(subject: string, schema: ZodType<T>, handler: RequestHandler<T>, errorReply: ErrorReply, data: Uint8Array): Promise<unknown> {
+  /** True when the server answers a round trip. */
+  async ping(): Promise<boolean> {
+    if (this.connection.isClosed()) return false;
+    return this.connection.flush().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  private async dispatch<Req, Rep, ReqInput>(
+    subject: string,
+    contract: RequestContract<Req, Rep, ReqInput>,
+    handler: RequestHandler<Req, Rep>,
+    fail: (code: string, message: string) => Rep,
+    data: Uint8Array,
+  ): Promise<Rep> {
     let payload: unknown;
     try {
-      payload = codec.decode(await this.whole(data));
+      payload = JSON.parse(new TextDecoder().decode(await this.whole(data, contract.maxBytes)));
     } catch (err) {
       if (err instanceof LargeMessageError) {
         this.logger.warn({ subject, reason: err.message }, 'dropped a large message that could not be assembled');
-        return errorReply({ code: 'bad_request', message: err.message });
+        return fail('bad_request', err.message);
       }
       this.logger.warn({ subject }, 'dropped a message that is not JSON');
-      return errorReply({ code: 'bad_request', message: 'payload is not JSON' });
+      return fail('bad_request', 'payload is not JSON');
     }
-    const parsed = schema.safeParse(payload);
+    const parsed = contract.request.safeParse(payload);
     if (!parsed.success) {
       this.logger.warn({ subject, issues: parsed.error.issues.length }, 'rejected an invalid message');
-      return errorReply({ code: 'bad_request', message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+      return fail('bad_request', describe(parsed.error));
     }
     try {
       return await handler(parsed.data);
     } catch (err) {
       const errorId = randomUUID();
       this.logger.error({ subject, err, errorId }, 'handler failed');
-      return errorReply({ code: 'internal_error', message: `the handler failed (error id ${errorId})` });
+      return fail('internal_error', `the handler failed (error id ${errorId})`);
     }
   }
 
   /**
-   * Sends a reply; when that fails (the reply cannot be encoded, the connection refused it),
-   * sends the error reply instead, so the caller hears of it now rather than at its timeout.
+   * Sends a reply after checking it against the contract; when it breaks the contract or
+   * cannot be sent, sends the error reply instead, so the caller hears of it now rather
+   * than at its timeout.
    */
-  private answer(subject: string, msg: Msg, reply: unknown, errorReply: ErrorReply): void {
+  private answer<Req, Rep, ReqInput>(subject: string, contract: RequestContract<Req, Rep, ReqInput>, msg: Msg, reply: Rep, fail: (code: string, message: string) => Rep): void {
     if (!msg.reply) return;
     try {
-      msg.respond(this.encode(reply, REPLY_OFFER_MS));
+      msg.respond(this.encode(checked(contract.reply, reply, subject, 'reply'), contract.maxBytes, REPLY_OFFER_MS));
     } catch (err) {
       const errorId = randomUUID();
       this.logger.error({ subject, err, errorId }, 'a reply could not be sent; answering with an error');
       try {
-        msg.respond(codec.encode(errorReply({ code: 'reply_failed', message: `the reply could not be sent (error id ${errorId})` })));
+        msg.respond(codec.encode(fail('reply_failed', `the reply could not be sent (error id ${errorId})`)));
       } catch (again) {
         this.logger.error({ subject, err: again, errorId }, 'the error reply could not be sent either');
       }
@@ -175,16 +272,23 @@ export class NatsClient {
   }
 
   /** JSON bytes, or an envelope for them when they are over the message limit. */
-  private encode(value: unknown, offerMs: number): Uint8Array {
+  private encode(value: unknown, maxBytes: number, offerMs: number): Uint8Array {
     const bytes = codec.encode(value);
     const limit = this.messageLimitBytes;
     if (bytes.length <= limit) return bytes;
-    return offerLargeMessage(this.connection, bytes, { chunkBytes: limit, offerMs });
+    return offerLargeMessage(this.connection, bytes, { chunkBytes: limit, offerMs, maxBytes });
+  }
+
+  private encodeEvent<T>(contract: EventContract<T>, payload: T, subject: string): Uint8Array {
+    const body = codec.encode(checked(contract.payload, payload, subject, 'event'));
+    const limit = Math.min(this.messageLimitBytes, contract.maxBytes);
+    if (body.length > limit) throw new LargeMessageError(`a ${body.length}-byte message on ${subject} is over its ${limit}-byte limit`);
+    return body;
   }
 
   /** The message itself, fetched piece by piece when `data` is an envelope for it. */
-  private async whole(data: Uint8Array): Promise<Uint8Array> {
-    return isLargeMessageEnvelope(data) ? fetchLargeMessage(this.connection, data) : data;
+  private async whole(data: Uint8Array, maxBytes: number): Promise<Uint8Array> {
+    return isLargeMessageEnvelope(data) ? fetchLargeMessage(this.connection, data, maxBytes) : data;
   }
 
   /**
@@ -204,4 +308,31 @@ export class NatsClient {
     // open and reconnecting: close it.
     if (!this.connection.isClosed()) await this.connection.close();
   }
+}
+
+/** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */
+function checked<T>(schema: ZodType<T>, value: unknown, subject: string, direction: 'request' | 'reply' | 'event'): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ContractViolationError(subject, direction, describe(parsed.error));
+  return parsed.data;
+}
+
+function decode(data: Uint8Array, subject: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    throw new ContractViolationError(subject, 'reply', 'not JSON');
+  }
+}
+
+function safeDecode(data: Uint8Array): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(error: ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }

@@ -1,14 +1,4 @@
-import {
-  EXECUTOR_QUEUE_GROUP,
-  pinnedToolCallSubject,
-  RpcError,
-  TOOL_CALL_SUBJECT,
-  TOOL_CANCEL_SUBJECT,
-  ToolCallReply,
-  toolCallRequestSchema,
-  ToolCancel,
-  toolCancelSchema,
-} from '@app/contracts';
+import { EXECUTOR_QUEUE_GROUP, pinnedToolCallSubject, ToolCallReply, toolCallContract, toolCallRequestSchema, ToolCancel, toolCancelContract } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -34,7 +24,8 @@ const REPLY_ROOM_BYTES = 64 * 1024;
 /** A server configured with a tiny max_payload still gets readable output (in pieces). */
 const MIN_OUTPUT_BYTES = 16 * 1024;
 
-type ToolCallRequest = z.output<typeof toolCallRequestSchema>;
+/** A tool call as it arrives, defaults filled in (the contract's ToolCallRequest is what a caller sends). */
+type ReceivedToolCall = z.output<typeof toolCallRequestSchema>;
 
 /** NATS side of tool calls: validates, routes to the session's sandbox, answers. */
 export class ToolCallHandler {
@@ -45,14 +36,16 @@ export class ToolCallHandler {
   ) {}
 
   listen(): void {
-    const handle = (req: ToolCallRequest) => this.handle(req);
-    const errorReply = (error: RpcError): ToolCallReply => ({ ok: false, executor_id: this.sandboxes.executorId, error });
-    this.nats.serve(TOOL_CALL_SUBJECT, toolCallRequestSchema, handle, { queue: EXECUTOR_QUEUE_GROUP, errorReply });
-    this.nats.serve(pinnedToolCallSubject(this.sandboxes.executorId), toolCallRequestSchema, handle, { errorReply });
-    this.nats.serve(TOOL_CANCEL_SUBJECT, toolCancelSchema, (msg) => this.cancel(msg));
+    const handle = (req: ReceivedToolCall) => this.handle(req);
+    const responderId = this.sandboxes.executorId;
+    this.nats.serve(toolCallContract, handle, { queue: EXECUTOR_QUEUE_GROUP, responderId });
+    this.nats.serve(toolCallContract, handle, { subject: pinnedToolCallSubject(responderId), responderId });
+    // Sent to every executor: the one holding the session's channel stops the call, and
+    // each one remembers the cancel in case the call reaches it later.
+    this.nats.subscribe(toolCancelContract, (msg) => void this.cancel(msg));
   }
 
-  async handle(req: ToolCallRequest): Promise<ToolCallReply> {
+  async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
     const executor_id = this.sandboxes.executorId;
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
     const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
@@ -98,13 +91,11 @@ export class ToolCallHandler {
     return { max_output_bytes: Math.max(this.nats.messageLimitBytes - REPLY_ROOM_BYTES, MIN_OUTPUT_BYTES) };
   }
 
-  private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
-    // Sent to every executor: the one holding the session's channel stops the call, and
-    // each one remembers the cancel in case the call reaches it later.
+  private async cancel(msg: ToolCancel): Promise<void> {
     try {
-      return { ok: await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id) };
-    } catch {
-      return { ok: false };
+      await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id);
+    } catch (err) {
+      this.logger.warn({ tenantId: msg.tenant_id, sessionId: msg.session_id, callId: msg.call_id, err }, 'cancelling a call failed');
     }
   }
 }

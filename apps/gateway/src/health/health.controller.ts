@@ -25,7 +25,7 @@ export class HealthController {
   @Get('readyz')
   async readyz(@Query() query: unknown, @Res() res: Response): Promise<void> {
     validate(noQuerySchema, query, 'query');
-    const natsUp = !this.nats.connection.isClosed() && (await this.nats.connection.flush().then(() => true, () => false));
+    const natsUp = await this.nats.ping();
     const [postgres, executor] = await Promise.all([this.db.ping(), natsUp ? this.executor.ping() : Promise.resolve(null)]);
     const checks = {
       postgres: postgres ? 'ok' : 'down',

@@ -1,18 +1,16 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueuedSchema } from '@app/contracts';
+import { RUN_CONSUMER, RUN_STREAM, runCancelContract, runQueuedContract } from '@app/contracts';
 import { LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import { ConsumerMessages, JSONCodec, JsMsg, Subscription } from 'nats';
+import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { RunAbort } from './run-abort';
 import { RunLoop, RunOutcome } from './run-loop';
 import { RunsRepository } from './runs.repository';
-
-const codec = JSONCodec<unknown>();
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
 export type InlineOutcome = RunOutcome | 'held';
@@ -30,7 +28,7 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
-  private cancelSubscription?: Subscription;
+  private cancelSubscription?: { unsubscribe(): void };
   private readonly active = new Map<string, AbortController>();
   private readonly handlers = new Set<Promise<void>>();
   private free: number;
@@ -52,13 +50,8 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.cancelSubscription = this.nats.connection.subscribe(RUN_CANCEL_SUBJECT, {
-      callback: (_err, msg) => {
-        const parsed = runCancelSchema.safeParse(safeDecode(msg.data));
-        if (parsed.success) this.abort(parsed.data.run_id, 'cancel');
-      },
-    });
-    const consumer = await this.nats.connection.jetstream().consumers.get(RUN_STREAM, RUN_CONSUMER);
+    this.cancelSubscription = this.nats.subscribe(runCancelContract, (msg) => this.abort(msg.run_id, 'cancel'));
+    const consumer = await this.nats.consumer(RUN_STREAM, RUN_CONSUMER);
     // A small prefetch: messages waiting in one replica's buffer are not available to others.
     this.messages = await consumer.consume({ max_messages: 2 });
     void this.pull(this.messages);
@@ -100,13 +93,13 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
   }
 
   private async handle(msg: JsMsg): Promise<void> {
-    const parsed = runQueuedSchema.safeParse(safeDecode(msg.data));
-    if (!parsed.success) {
+    const parsed = this.nats.parseEvent(runQueuedContract, msg.data);
+    if (!parsed) {
       this.logger.warn('dropped an invalid run-queue message');
       msg.term();
       return;
     }
-    const { tenant_id: tenantId, run_id: runId } = parsed.data;
+    const { tenant_id: tenantId, run_id: runId } = parsed;
     const log = this.logger.child({ tenantId, runId });
     // One claim per message, not per process: a second message for a run this replica is
     // already executing must find it held, like any other replica would.
@@ -208,13 +201,5 @@ export class RunQueue implements OnApplicationBootstrap, BeforeApplicationShutdo
     const next = this.slotWaiters.shift();
     if (next) next();
     else this.free++;
-  }
-}
-
-function safeDecode(data: Uint8Array): unknown {
-  try {
-    return codec.decode(data);
-  } catch {
-    return undefined;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RequestContract, rpcFailure } from '../contract';
 import { ids, rpcErrorSchema, toolResultSchema } from '../tool-result';
 
 /**
@@ -31,3 +32,15 @@ export const toolCallReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(false), executor_id: z.string(), error: rpcErrorSchema }),
 ]);
 export type ToolCallReply = z.infer<typeof toolCallReplySchema>;
+
+/**
+ * A tool call's arguments (write_file content) and its result (read_bytes) may be large:
+ * 256 MiB holds write_file's 50,000,000 characters in any encoding.
+ */
+export const toolCallContract: RequestContract<z.output<typeof toolCallRequestSchema>, ToolCallReply, ToolCallRequest> = {
+  subject: TOOL_CALL_SUBJECT,
+  request: toolCallRequestSchema,
+  reply: toolCallReplySchema,
+  errorReply: rpcFailure,
+  maxBytes: 256 * 1024 * 1024,
+};
