@@ -52,7 +52,7 @@ export class ToolCallHandler {
     if (!SANDBOX_OPS.has(req.tool)) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
     if (!this.sandboxes.supports(req.backend)) return fail('backend_disabled', refusal(req.backend));
     try {
-      const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req.tool) };
+      const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req) };
       const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
       const result = await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
       return { ok: true, executor_id, result };
@@ -83,11 +83,11 @@ export class ToolCallHandler {
   /**
    * The bytes the sandbox may put in a result's output before it spills the output to a
    * workspace file: what fits in one NATS message with room for the rest of the reply.
-   * read_bytes is exempt: its caller needs every byte, and a reply over the limit travels
-   * in pieces.
+   * read_bytes, and calls whose caller reads the output itself, are exempt: they need
+   * every byte, and a reply over the limit travels in pieces.
    */
-  private byteBudget(tool: string): { max_output_bytes?: number } {
-    if (tool === 'read_bytes') return {};
+  private byteBudget(req: ReceivedToolCall): { max_output_bytes?: number } {
+    if (req.tool === 'read_bytes' || req.whole_output) return {};
     return { max_output_bytes: Math.max(this.nats.messageLimitBytes - REPLY_ROOM_BYTES, MIN_OUTPUT_BYTES) };
   }
 

@@ -24,6 +24,12 @@ export const toolCallRequestSchema = z.object({
   timeout_ms: z.number().int().positive().max(3_600_000),
   /** `docker` (default) or `local` (operator-enabled, no isolation). */
   backend: z.enum(['docker', 'local']).default('docker'),
+  /**
+   * The caller reads the output itself (a gateway tool reading the workspace), so it needs
+   * all of it: an output too large for one message travels in pieces instead of spilling
+   * to a workspace file.
+   */
+  whole_output: z.boolean().optional(),
 });
 export type ToolCallRequest = z.input<typeof toolCallRequestSchema>;
 
