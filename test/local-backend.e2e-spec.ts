@@ -1,4 +1,4 @@
-import { TOOL_CALL_SUBJECT, toolCallReplySchema, toolCallRequestSchema } from '@app/contracts';
+import { toolCallContract } from '@app/contracts';
 import { createLogger } from '@app/logging';
 import { NatsClient } from '@app/messaging';
 import { eventually, queryDatabase } from '@app/testing';
@@ -117,8 +117,7 @@ describe('local backend without the unsafe flag', () => {
     const tenant = await stack.createTenant();
     const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
     const reply = await nats.request(
-      TOOL_CALL_SUBJECT,
-      toolCallRequestSchema,
+      toolCallContract,
       {
         tenant_id: tenant.tenantId,
         session_id: session.body.id,
@@ -129,8 +128,7 @@ describe('local backend without the unsafe flag', () => {
         timeout_ms: 10_000,
         backend: 'local',
       },
-      toolCallReplySchema,
-      10_000,
+      { timeoutMs: 10_000 },
     );
     expect(reply.ok).toBe(false);
     if (reply.ok) return;

@@ -1,9 +1,8 @@
 import {
   pinnedToolCallSubject,
   TOOL_CALL_SUBJECT,
+  toolCallContract,
   ToolCallReply,
-  toolCallReplySchema,
-  toolCallRequestSchema,
 } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import { queryDatabase } from '@app/testing';
@@ -142,11 +141,9 @@ describe('tenant isolation', () => {
 
     const call = (subject: string, tenantId: string, sessionId: string): Promise<ToolCallReply> =>
       nats.request(
-        subject,
-        toolCallRequestSchema,
+        toolCallContract,
         { tenant_id: tenantId, session_id: sessionId, call_id: `iso-${Date.now()}`, tool: 'read_file', arguments: { path: 'a.txt' }, max_output_chars: 1000, timeout_ms: 10_000 },
-        toolCallReplySchema,
-        30_000,
+        { timeoutMs: 30_000, subject },
       );
 
     it('refuses a tool call whose session belongs to another tenant, on either subject', async () => {

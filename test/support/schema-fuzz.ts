@@ -21,6 +21,7 @@ interface JsonSchema {
   minLength?: number;
   maxLength?: number;
   minimum?: number;
+  minProperties?: number;
 }
 
 type Path = Array<string | number>;
@@ -114,8 +115,15 @@ export function minimalValue(schema: JsonSchema): unknown {
       return true;
     case 'array':
       return [];
-    case 'object':
-      return Object.fromEntries((schema.required ?? []).map((name) => [name, minimalValue(schema.properties?.[name] ?? {})]));
+    case 'object': {
+      // The required properties, then optional ones in order while minProperties asks for more.
+      const names = [...(schema.required ?? [])];
+      for (const name of Object.keys(schema.properties ?? {})) {
+        if (names.length >= (schema.minProperties ?? 0)) break;
+        if (!names.includes(name)) names.push(name);
+      }
+      return Object.fromEntries(names.map((name) => [name, minimalValue(schema.properties?.[name] ?? {})]));
+    }
     default:
       return 'a';
   }

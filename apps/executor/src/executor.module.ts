@@ -16,6 +16,7 @@ import { reapIntervalFor, SandboxJanitor } from './sandbox/sandbox-janitor';
 import { SandboxPool } from './sandbox/sandbox-pool';
 import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
+import { ExecutorPingHandler } from './tools/executor-ping.handler';
 import { SessionReleaseHandler } from './tools/session-release.handler';
 import { ToolCallHandler } from './tools/tool-call.handler';
 
@@ -87,8 +88,13 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     },
     {
       provide: SessionReleaseHandler,
+      inject: [NATS_CLIENT, SandboxService],
+      useFactory: (n: NatsClient, s: SandboxService) => new SessionReleaseHandler(n, s),
+    },
+    {
+      provide: ExecutorPingHandler,
       inject: [NATS_CLIENT, SandboxService, DockerSandboxDriver],
-      useFactory: (n: NatsClient, s: SandboxService, d: DockerSandboxDriver) => new SessionReleaseHandler(n, s, d),
+      useFactory: (n: NatsClient, s: SandboxService, d: DockerSandboxDriver) => new ExecutorPingHandler(n, s, d),
     },
   ],
 })
@@ -96,6 +102,7 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
   constructor(
     private readonly tools: ToolCallHandler,
     private readonly sessions: SessionReleaseHandler,
+    private readonly pings: ExecutorPingHandler,
     private readonly sandboxes: SandboxService,
     private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
@@ -111,6 +118,10 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
     this.janitor.start();
     this.tools.listen();
     this.sessions.listen();
+    this.pings.listen();
+    // Ready means subscribed: until the server has the subscriptions, a call finds no
+    // responders. The flush's round trip proves it has them, so init() resolves only then.
+    await this.nats.flush();
     this.logger.info({ executorId: this.sandboxes.executorId }, 'executor listening');
   }
 

@@ -1,9 +1,12 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
+import { keepServingOnStrayErrors, LOGGER } from '@app/logging';
+import type { Logger } from 'pino';
 import { ExecutorModule } from './executor.module';
 
 async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(ExecutorModule.forRoot(), { logger: ['error', 'warn'] });
+  keepServingOnStrayErrors(app.get<Logger>(LOGGER));
   app.enableShutdownHooks();
 }
 

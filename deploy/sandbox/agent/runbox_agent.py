@@ -26,10 +26,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import runbox_identity  # noqa: E402
-from runbox_tools import OPS, ToolError, truncate_output  # noqa: E402
+from runbox_tools import OPS, ToolError  # noqa: E402
+from runbox_tools.output_budget import fit_output  # noqa: E402
 
 SOCKET_PATH = os.environ.get("RUNBOX_AGENT_SOCKET", "/run/runbox/agent.sock")
-DEFAULT_MAX_OUTPUT_CHARS = 30000
 # Half the executor's frame limit (MAX_FRAME_BYTES in agent-channel.ts): room to spare.
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
@@ -49,10 +49,7 @@ def handle(request):
         result = {"output": str(e), "metadata": dict(e.metadata, error_code=e.code), "is_error": True}
     except Exception as e:  # a bug in a tool must not take the agent down
         result = {"output": "internal error: %s: %s" % (type(e).__name__, e), "metadata": {}, "is_error": True}
-    limit = args.get("max_output_chars", DEFAULT_MAX_OUTPUT_CHARS)
-    if isinstance(limit, int) and limit > 0:
-        result["output"] = truncate_output(result["output"], limit)
-    return {"id": rid, "result": result}
+    return {"id": rid, "result": fit_output(result, args, rid)}
 
 
 def serve_connection(conn):

@@ -1,3 +1,4 @@
+export * from './contract';
 export * from './tool-result';
 export * from './tool-call/tool-call.contract';
 export * from './tool-cancel/tool-cancel.contract';

@@ -1,7 +1,33 @@
-import { connect, ErrorCode as NatsErrorCode, NatsConnection, NatsError, Subscription } from 'nats';
+import { EventContract, RequestContract } from '@app/contracts';
+import {
+  AckPolicy,
+  connect,
+  Consumer,
+  ErrorCode as NatsErrorCode,
+  Msg,
+  NatsConnection,
+  NatsError,
+  RetentionPolicy,
+  StorageType,
+  Subscription,
+} from 'nats';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ZodType } from 'zod';
-import { jsonCodec as codec } from './json-codec';
+import { ZodError, ZodType } from 'zod';
+import { decodeJson, jsonCodec as codec } from './json-codec';
+import { fetchLargeMessage, isLargeMessageEnvelope, LargeMessageError, offerLargeMessage } from './large-message';
+
+/**
+ * Room left under the server's max_payload for what NATS adds to a payload (headers). Our
+ * messages carry none today; the margin keeps a bound that holds if one is added.
+ */
+const PAYLOAD_HEADROOM_BYTES = 4 * 1024;
+
+/** What the nats client assumes before the server's INFO arrives; the servers' default too. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** How long a large reply stays on offer for the caller to fetch. */
+const REPLY_OFFER_MS = 60_000;
 
 /** No responder, or none in time: the caller cannot know whether the work happened. */
 export class NatsTimeoutError extends Error {
@@ -13,12 +39,46 @@ export class NatsTimeoutError extends Error {
   }
 }
 
-export type RequestHandler<T> = (payload: T) => Promise<unknown>;
+/**
+ * A message this side built or received broke its contract: a bug or a version mismatch
+ * between services, never the caller's fault, so it must surface as an internal error
+ * (a 500 with an error id), not as a validation error naming the caller's input.
+ */
+export class ContractViolationError extends Error {
+  constructor(
+    readonly subject: string,
+    readonly direction: 'request' | 'reply' | 'event',
+    readonly issues: string,
+  ) {
+    super(`the ${direction} on ${subject} broke its contract: ${issues}`);
+  }
+}
+
+export type RequestHandler<Req, Rep> = (payload: Req) => Promise<Rep>;
+
+export interface ServeOptions {
+  /** With a queue group, one member of the group gets each request. */
+  queue?: string;
+  /** The subject when it is not the contract's own (a per-executor subject). */
+  subject?: string;
+  /** Names the responder in its error replies (the executor id). */
+  responderId: string;
+}
+
+/** A stream whose one durable consumer hands each message to one worker, with explicit acks. */
+export interface WorkQueueOptions {
+  stream: string;
+  consumer: string;
+  /** How long a message may go without an ack or a `working()` before it is handed out again. */
+  ackWaitMs: number;
+  /** How long a repeated message id is recognised and dropped. */
+  duplicateWindowMs: number;
+}
 
 /**
- * The one place that talks to NATS. Every payload is validated with its contract's schema
- * on the way out and on the way in; an invalid message is answered with an error and logged,
- * never handed to a handler.
+ * The one place that talks to NATS. Every message is checked against its subject's
+ * contract (libs/contracts) on the way out and on the way in, and bounded in bytes: the
+ * server's max_payload per message, the contract's limit per assembled message.
  */
 export class NatsClient {
   private constructor(
@@ -37,61 +97,196 @@ export class NatsClient {
     return new NatsClient(connection, logger);
   }
 
-  async request<Req, Rep>(
-    subject: string,
-    requestSchema: ZodType<Req>,
-    payload: unknown,
-    replySchema: ZodType<Rep>,
-    timeoutMs: number,
-  ): Promise<Rep> {
-    const body = requestSchema.parse(payload);
+  /**
+   * Bytes one message may carry: the server's max_payload, as this connection's server
+   * announced it, less room for headers. Read per message, since a reconnect may land on a
+   * server with another limit.
+   */
+  get messageLimitBytes(): number {
+    return (this.connection.info?.max_payload ?? DEFAULT_MAX_PAYLOAD) - PAYLOAD_HEADROOM_BYTES;
+  }
+
+  /**
+   * Sends a request and returns its validated reply. A request or reply over
+   * `messageLimitBytes` travels in pieces (large-message.ts), up to the contract's limit.
+   */
+  async request<Req, Rep, ReqInput>(contract: RequestContract<Req, Rep, ReqInput>, payload: ReqInput, options: { timeoutMs: number; subject?: string }): Promise<Rep> {
+    const subject = options.subject ?? contract.subject;
+    const body = this.encode(checked(contract.request, payload, subject, 'request'), contract.maxBytes, options.timeoutMs);
+    let data: Uint8Array;
     try {
-      const msg = await this.connection.request(subject, codec.encode(body), { timeout: timeoutMs });
-      return replySchema.parse(codec.decode(msg.data));
+      const msg = await this.connection.request(subject, body, { timeout: options.timeoutMs });
+      data = await this.whole(msg.data, contract.maxBytes);
     } catch (err) {
       if (err instanceof NatsError && (err.code === NatsErrorCode.Timeout || err.code === NatsErrorCode.NoResponders)) {
         throw new NatsTimeoutError(subject, err.code === NatsErrorCode.NoResponders);
       }
       throw err;
     }
+    return checked(contract.reply, decode(data, subject), subject, 'reply');
   }
 
-  publish<T>(subject: string, schema: ZodType<T>, payload: unknown): void {
-    this.connection.publish(subject, codec.encode(schema.parse(payload)));
+  /** Fire and forget; a payload over `messageLimitBytes` is refused (nobody would fetch its pieces). */
+  publish<T>(contract: EventContract<T>, payload: T, subject = contract.subject): void {
+    this.connection.publish(subject, this.encodeEvent(contract, payload, subject));
   }
 
-  /** Answers requests on `subject`; with a queue group, one member of the group gets each. */
-  serve<T>(subject: string, schema: ZodType<T>, handler: RequestHandler<T>, queue?: string): Subscription {
-    const sub = this.connection.subscribe(subject, { queue });
-    void (async () => {
-      for await (const msg of sub) {
-        void this.dispatch(subject, schema, handler, msg.data).then((reply) => {
-          if (msg.reply) msg.respond(codec.encode(reply));
-        });
-      }
-    })();
-    return sub;
+  /** Calls `onMessage` with every valid message on `subject`; invalid ones are logged and dropped. */
+  subscribe<T>(contract: EventContract<T>, onMessage: (payload: T) => void, subject = contract.subject): { unsubscribe(): void } {
+    return this.connection.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        const parsed = msg.data.length <= contract.maxBytes ? contract.payload.safeParse(decodeJson(msg.data)) : null;
+        if (parsed?.success) onMessage(parsed.data);
+        else this.logger.warn({ subject }, 'dropped an invalid message');
+      },
+    });
   }
 
-  private async dispatch<T>(subject: string, schema: ZodType<T>, handler: RequestHandler<T>, data: Uint8Array): Promise<unknown> {
+  /**
+   * Answers requests. Every request gets exactly one reply that satisfies the contract:
+   * the handler's, or the contract's error reply when the request was invalid, the handler
+   * threw or broke the reply contract, or the reply could not be sent.
+   */
+  serve<Req, Rep, ReqInput>(contract: RequestContract<Req, Rep, ReqInput>, handler: RequestHandler<Req, Rep>, options: ServeOptions): Subscription {
+    const subject = options.subject ?? contract.subject;
+    const fail = (code: string, message: string) => contract.errorReply({ code, message }, options.responderId);
+    return this.connection.subscribe(subject, {
+      queue: options.queue,
+      callback: (err, msg) => {
+        if (err) {
+          this.logger.error({ subject, err }, 'subscription failed');
+          return;
+        }
+        void this.dispatch(subject, contract, handler, fail, msg.data).then((reply) => this.answer(subject, contract, msg, reply, fail));
+      },
+    });
+  }
+
+  /** Publishes to a JetStream stream; a repeated `msgID` within the stream's window is dropped. */
+  async publishToStream<T>(contract: EventContract<T>, payload: T, msgID: string): Promise<void> {
+    await this.connection.jetstream().publish(contract.subject, this.encodeEvent(contract, payload, contract.subject), { msgID });
+  }
+
+  /** Creates the work-queue stream and its durable consumer, or brings the consumer's ack wait up to date. */
+  async ensureWorkQueue<T>(contract: EventContract<T>, options: WorkQueueOptions): Promise<void> {
+    const jsm = await this.connection.jetstreamManager();
+    try {
+      await jsm.streams.info(options.stream);
+    } catch {
+      await jsm.streams.add({
+        name: options.stream,
+        subjects: [contract.subject],
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        duplicate_window: options.duplicateWindowMs * 1_000_000,
+      });
+    }
+    const ackWait = options.ackWaitMs * 1_000_000;
+    try {
+      const info = await jsm.consumers.info(options.stream, options.consumer);
+      if (info.config.ack_wait !== ackWait) await jsm.consumers.update(options.stream, options.consumer, { ack_wait: ackWait });
+    } catch {
+      await jsm.consumers.add(options.stream, { durable_name: options.consumer, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
+    }
+  }
+
+  /** The stream's durable consumer, to pull messages from. */
+  consumer(stream: string, name: string): Promise<Consumer> {
+    return this.connection.jetstream().consumers.get(stream, name);
+  }
+
+  /** Parses a message pulled from a stream against its contract; null when it breaks it. */
+  parseEvent<T>(contract: EventContract<T>, data: Uint8Array): T | null {
+    if (data.length > contract.maxBytes) return null;
+    const parsed = contract.payload.safeParse(decodeJson(data));
+    return parsed.success ? parsed.data : null;
+  }
+
+  /** Waits until the server has seen everything sent so far (subscriptions included). */
+  async flush(): Promise<void> {
+    await this.connection.flush();
+  }
+
+  /** True when the server answers a round trip. */
+  async ping(): Promise<boolean> {
+    if (this.connection.isClosed()) return false;
+    return this.connection.flush().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  private async dispatch<Req, Rep, ReqInput>(
+    subject: string,
+    contract: RequestContract<Req, Rep, ReqInput>,
+    handler: RequestHandler<Req, Rep>,
+    fail: (code: string, message: string) => Rep,
+    data: Uint8Array,
+  ): Promise<Rep> {
     let payload: unknown;
     try {
-      payload = codec.decode(data);
-    } catch {
+      payload = JSON.parse(new TextDecoder().decode(await this.whole(data, contract.maxBytes)));
+    } catch (err) {
+      if (err instanceof LargeMessageError) {
+        this.logger.warn({ subject, reason: err.message }, 'dropped a large message that could not be assembled');
+        return fail('bad_request', err.message);
+      }
       this.logger.warn({ subject }, 'dropped a message that is not JSON');
-      return { ok: false, error: { code: 'bad_request', message: 'payload is not JSON' } };
+      return fail('bad_request', 'payload is not JSON');
     }
-    const parsed = schema.safeParse(payload);
+    const parsed = contract.request.safeParse(payload);
     if (!parsed.success) {
       this.logger.warn({ subject, issues: parsed.error.issues.length }, 'rejected an invalid message');
-      return { ok: false, error: { code: 'bad_request', message: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') } };
+      return fail('bad_request', describe(parsed.error));
     }
     try {
       return await handler(parsed.data);
     } catch (err) {
-      this.logger.error({ subject, err }, 'handler failed');
-      return { ok: false, error: { code: 'internal_error', message: 'the handler failed' } };
+      const errorId = randomUUID();
+      this.logger.error({ subject, err, errorId }, 'handler failed');
+      return fail('internal_error', `the handler failed (error id ${errorId})`);
     }
+  }
+
+  /**
+   * Sends a reply after checking it against the contract; when it breaks the contract or
+   * cannot be sent, sends the error reply instead, so the caller hears of it now rather
+   * than at its timeout.
+   */
+  private answer<Req, Rep, ReqInput>(subject: string, contract: RequestContract<Req, Rep, ReqInput>, msg: Msg, reply: Rep, fail: (code: string, message: string) => Rep): void {
+    if (!msg.reply) return;
+    try {
+      msg.respond(this.encode(checked(contract.reply, reply, subject, 'reply'), contract.maxBytes, REPLY_OFFER_MS));
+    } catch (err) {
+      const errorId = randomUUID();
+      this.logger.error({ subject, err, errorId }, 'a reply could not be sent; answering with an error');
+      try {
+        msg.respond(codec.encode(fail('reply_failed', `the reply could not be sent (error id ${errorId})`)));
+      } catch (again) {
+        this.logger.error({ subject, err: again, errorId }, 'the error reply could not be sent either');
+      }
+    }
+  }
+
+  /** JSON bytes, or an envelope for them when they are over the message limit. */
+  private encode(value: unknown, maxBytes: number, offerMs: number): Uint8Array {
+    const bytes = codec.encode(value);
+    const limit = this.messageLimitBytes;
+    if (bytes.length <= limit) return bytes;
+    return offerLargeMessage(this.connection, bytes, { chunkBytes: limit, offerMs, maxBytes });
+  }
+
+  private encodeEvent<T>(contract: EventContract<T>, payload: T, subject: string): Uint8Array {
+    const body = codec.encode(checked(contract.payload, payload, subject, 'event'));
+    const limit = Math.min(this.messageLimitBytes, contract.maxBytes);
+    if (body.length > limit) throw new LargeMessageError(`a ${body.length}-byte message on ${subject} is over its ${limit}-byte limit`);
+    return body;
+  }
+
+  /** The message itself, fetched piece by piece when `data` is an envelope for it. */
+  private async whole(data: Uint8Array, maxBytes: number): Promise<Uint8Array> {
+    return isLargeMessageEnvelope(data) ? fetchLargeMessage(this.connection, data, maxBytes) : data;
   }
 
   /**
@@ -111,4 +306,23 @@ export class NatsClient {
     // open and reconnecting: close it.
     if (!this.connection.isClosed()) await this.connection.close();
   }
+}
+
+/** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */
+function checked<T>(schema: ZodType<T>, value: unknown, subject: string, direction: 'request' | 'reply' | 'event'): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ContractViolationError(subject, direction, describe(parsed.error));
+  return parsed.data;
+}
+
+function decode(data: Uint8Array, subject: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch {
+    throw new ContractViolationError(subject, 'reply', 'not JSON');
+  }
+}
+
+function describe(error: ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }

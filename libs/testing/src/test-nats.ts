@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,10 +13,21 @@ export interface TestNats {
   stop(): Promise<void>;
 }
 
-export async function startNats(): Promise<TestNats> {
+export interface TestNatsOptions {
+  /** The server's max_payload in bytes (nats-server's default is 1 MiB). */
+  maxPayload?: number;
+}
+
+export async function startNats(options: TestNatsOptions = {}): Promise<TestNats> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'runbox-nats-'));
-  const proc = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir];
+  if (options.maxPayload !== undefined) {
+    // max_payload has no command-line flag: it goes in a config file.
+    writeFileSync(join(dir, 'nats.conf'), `max_payload: ${options.maxPayload}\n`);
+    args.push('-c', join(dir, 'nats.conf'));
+  }
+  const proc = spawn('nats-server', args, { stdio: 'ignore' });
   await waitForPort(port, proc);
   return {
     url: `nats://127.0.0.1:${port}`,

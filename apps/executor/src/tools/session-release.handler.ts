@@ -1,35 +1,19 @@
-import {
-  EXECUTOR_PING_SUBJECT,
-  EXECUTOR_QUEUE_GROUP,
-  executorPingSchema,
-  pinnedSessionReleaseSubject,
-  SESSION_RELEASE_SUBJECT,
-  SessionRelease,
-  SessionReleaseReply,
-  sessionReleaseSchema,
-} from '@app/contracts';
+import { EXECUTOR_QUEUE_GROUP, pinnedSessionReleaseSubject, SessionRelease, SessionReleaseReply, sessionReleaseContract } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
-import { DockerSandboxDriver } from '../sandbox/docker-sandbox.driver';
 import { SandboxService } from '../sandbox/sandbox.service';
 
-/** Session deletion and readiness pings. */
+/** Removes a deleted session's sandbox, when the gateway asks any executor or this one. */
 export class SessionReleaseHandler {
   constructor(
     private readonly nats: NatsClient,
     private readonly sandboxes: SandboxService,
-    private readonly driver: DockerSandboxDriver,
   ) {}
 
   listen(): void {
     const release = (msg: SessionRelease) => this.release(msg);
-    this.nats.serve(SESSION_RELEASE_SUBJECT, sessionReleaseSchema, release, EXECUTOR_QUEUE_GROUP);
-    this.nats.serve(pinnedSessionReleaseSubject(this.sandboxes.executorId), sessionReleaseSchema, release);
-    this.nats.serve(
-      EXECUTOR_PING_SUBJECT,
-      executorPingSchema,
-      async () => ({ executor_id: this.sandboxes.executorId, docker: await this.driver.ping(), sandboxes: this.sandboxes.size }),
-      EXECUTOR_QUEUE_GROUP,
-    );
+    const responderId = this.sandboxes.executorId;
+    this.nats.serve(sessionReleaseContract, release, { queue: EXECUTOR_QUEUE_GROUP, responderId });
+    this.nats.serve(sessionReleaseContract, release, { subject: pinnedSessionReleaseSubject(responderId), responderId });
   }
 
   async release(msg: SessionRelease): Promise<SessionReleaseReply> {

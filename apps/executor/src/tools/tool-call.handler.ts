@@ -1,13 +1,4 @@
-import {
-  EXECUTOR_QUEUE_GROUP,
-  pinnedToolCallSubject,
-  TOOL_CALL_SUBJECT,
-  TOOL_CANCEL_SUBJECT,
-  ToolCallReply,
-  toolCallRequestSchema,
-  ToolCancel,
-  toolCancelSchema,
-} from '@app/contracts';
+import { EXECUTOR_QUEUE_GROUP, pinnedToolCallSubject, ToolCallReply, toolCallContract, toolCallRequestSchema, ToolCancel, toolCancelContract } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -28,7 +19,13 @@ export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit
 /** Time the sandbox gets beyond the tool's own limit to report a timeout itself. */
 const CHANNEL_MARGIN_MS = 5_000;
 
-type ToolCallRequest = z.output<typeof toolCallRequestSchema>;
+/** Room in one message for what a reply carries besides the output (metadata, ids). */
+const REPLY_ROOM_BYTES = 64 * 1024;
+/** A server configured with a tiny max_payload still gets readable output (in pieces). */
+const MIN_OUTPUT_BYTES = 16 * 1024;
+
+/** A tool call as it arrives, defaults filled in (the contract's ToolCallRequest is what a caller sends). */
+type ReceivedToolCall = z.output<typeof toolCallRequestSchema>;
 
 /** NATS side of tool calls: validates, routes to the session's sandbox, answers. */
 export class ToolCallHandler {
@@ -39,20 +36,23 @@ export class ToolCallHandler {
   ) {}
 
   listen(): void {
-    const handle = (req: ToolCallRequest) => this.handle(req);
-    this.nats.serve(TOOL_CALL_SUBJECT, toolCallRequestSchema, handle, EXECUTOR_QUEUE_GROUP);
-    this.nats.serve(pinnedToolCallSubject(this.sandboxes.executorId), toolCallRequestSchema, handle);
-    this.nats.serve(TOOL_CANCEL_SUBJECT, toolCancelSchema, (msg) => this.cancel(msg));
+    const handle = (req: ReceivedToolCall) => this.handle(req);
+    const responderId = this.sandboxes.executorId;
+    this.nats.serve(toolCallContract, handle, { queue: EXECUTOR_QUEUE_GROUP, responderId });
+    this.nats.serve(toolCallContract, handle, { subject: pinnedToolCallSubject(responderId), responderId });
+    // Sent to every executor: the one holding the session's channel stops the call, and
+    // each one remembers the cancel in case the call reaches it later.
+    this.nats.subscribe(toolCancelContract, (msg) => void this.cancel(msg));
   }
 
-  async handle(req: ToolCallRequest): Promise<ToolCallReply> {
+  async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
     const executor_id = this.sandboxes.executorId;
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
     const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
     if (!SANDBOX_OPS.has(req.tool)) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
     if (!this.sandboxes.supports(req.backend)) return fail('backend_disabled', refusal(req.backend));
     try {
-      const args = { ...req.arguments, max_output_chars: req.max_output_chars };
+      const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req) };
       const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
       const result = await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
       return { ok: true, executor_id, result };
@@ -84,13 +84,22 @@ export class ToolCallHandler {
     }
   }
 
-  private async cancel(msg: ToolCancel): Promise<{ ok: boolean }> {
-    // Sent to every executor: the one holding the session's channel stops the call, and
-    // each one remembers the cancel in case the call reaches it later.
+  /**
+   * The bytes the sandbox may put in a result's output before it spills the output to a
+   * workspace file: what fits in one NATS message with room for the rest of the reply.
+   * read_bytes, and calls whose caller reads the output itself, are exempt: they need
+   * every byte, and a reply over the limit travels in pieces.
+   */
+  private byteBudget(req: ReceivedToolCall): { max_output_bytes?: number } {
+    if (req.tool === 'read_bytes' || req.whole_output) return {};
+    return { max_output_bytes: Math.max(this.nats.messageLimitBytes - REPLY_ROOM_BYTES, MIN_OUTPUT_BYTES) };
+  }
+
+  private async cancel(msg: ToolCancel): Promise<void> {
     try {
-      return { ok: await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id) };
-    } catch {
-      return { ok: false };
+      await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id);
+    } catch (err) {
+      this.logger.warn({ tenantId: msg.tenant_id, sessionId: msg.session_id, callId: msg.call_id, err }, 'cancelling a call failed');
     }
   }
 }

@@ -21,7 +21,7 @@ export class HealthController {
   /** Readiness: Postgres, NATS and at least one executor (with its Docker engine) answer. */
   @Get('readyz')
   async readyz(@Res() res: Response): Promise<void> {
-    const natsUp = !this.nats.connection.isClosed() && (await this.nats.connection.flush().then(() => true, () => false));
+    const natsUp = await this.nats.ping();
     const [postgres, executor] = await Promise.all([this.db.ping(), natsUp ? this.executor.ping() : Promise.resolve(null)]);
     const checks = {
       postgres: postgres ? 'ok' : 'down',

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { RUN_CANCEL_SUBJECT, runCancelSchema } from '@app/contracts';
+import { runCancelContract } from '@app/contracts';
 import { AppError, ErrorCode } from '@app/errors';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { ExecutorClient } from '../tools/executor.client';
@@ -51,7 +51,7 @@ export class RunControlService {
       throw new AppError(ErrorCode.Conflict, `run ${runId} already ended (${now?.status ?? run.status}); only a queued, running or waiting run can be cancelled`);
     }
     this.events.announce(runId, done.seqs);
-    this.nats.publish(RUN_CANCEL_SUBJECT, runCancelSchema, { run_id: runId });
+    this.nats.publish(runCancelContract, { run_id: runId });
     for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
     await this.cancelSubRuns(tenantId, runId, why.reason);
     if (!run.parentRunId && why.startNext !== false) await this.enqueuer.startNextInSession(tenantId, run.sessionId);

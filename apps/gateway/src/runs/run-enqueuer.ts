@@ -1,9 +1,8 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { RUN_CONSUMER, RUN_QUEUE_SUBJECT, RUN_STREAM, runQueuedSchema } from '@app/contracts';
-import { jsonCodec, NATS_CLIENT, NatsClient } from '@app/messaging';
+import { RUN_CONSUMER, RUN_STREAM, runQueuedContract } from '@app/contracts';
+import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
-import { AckPolicy, RetentionPolicy, StorageType } from 'nats';
 import { RunLeasesRepository } from './run-leases.repository';
 import { RunsRepository } from './runs.repository';
 
@@ -49,8 +48,7 @@ export class RunEnqueuer implements OnModuleInit {
   }
 
   private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
-    const payload = runQueuedSchema.parse({ tenant_id: tenantId, run_id: runId });
-    await this.nats.connection.jetstream().publish(RUN_QUEUE_SUBJECT, jsonCodec.encode(payload), { msgID });
+    await this.nats.publishToStream(runQueuedContract, { tenant_id: tenantId, run_id: runId }, msgID);
   }
 
   /**
@@ -58,24 +56,11 @@ export class RunEnqueuer implements OnModuleInit {
    * message whose worker stopped heartbeating comes back when its claim on the run lapses.
    */
   private async ensureQueue(): Promise<void> {
-    const jsm = await this.nats.connection.jetstreamManager();
-    try {
-      await jsm.streams.info(RUN_STREAM);
-    } catch {
-      await jsm.streams.add({
-        name: RUN_STREAM,
-        subjects: [RUN_QUEUE_SUBJECT],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        duplicate_window: 120 * 1_000_000_000,
-      });
-    }
-    const ackWait = this.config.RUNBOX_RUN_LEASE_SECONDS * 1_000_000_000;
-    try {
-      const info = await jsm.consumers.info(RUN_STREAM, RUN_CONSUMER);
-      if (info.config.ack_wait !== ackWait) await jsm.consumers.update(RUN_STREAM, RUN_CONSUMER, { ack_wait: ackWait });
-    } catch {
-      await jsm.consumers.add(RUN_STREAM, { durable_name: RUN_CONSUMER, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
-    }
+    await this.nats.ensureWorkQueue(runQueuedContract, {
+      stream: RUN_STREAM,
+      consumer: RUN_CONSUMER,
+      ackWaitMs: this.config.RUNBOX_RUN_LEASE_SECONDS * 1000,
+      duplicateWindowMs: 120_000,
+    });
   }
 }

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { runEventNoticeSchema, runEventsSubject } from '@app/contracts';
+import { runEventNoticeContract, runEventsSubject } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
-import { Subscription } from 'nats';
 import { NewEvent } from './run-tx';
 import { RunEventsRepository, RunEventView } from './run-events.repository';
 
@@ -24,7 +23,7 @@ export class RunEventsService {
   /** Tells live streams that events up to the last of `seqs` were stored. */
   announce(runId: string, seqs: number[] | null | undefined): void {
     if (!seqs || seqs.length === 0) return;
-    this.nats.publish(runEventsSubject(runId), runEventNoticeSchema, { run_id: runId, seq: seqs[seqs.length - 1] });
+    this.nats.publish(runEventNoticeContract, { run_id: runId, seq: seqs[seqs.length - 1] }, runEventsSubject(runId));
   }
 
   after(tenantId: string, runId: string, seq: number): Promise<RunEventView[]> {
@@ -32,7 +31,7 @@ export class RunEventsService {
   }
 
   /** Calls `onNotice` whenever the run gets an event, until the subscription is closed. */
-  watch(runId: string, onNotice: () => void): Subscription {
-    return this.nats.connection.subscribe(runEventsSubject(runId), { callback: () => onNotice() });
+  watch(runId: string, onNotice: () => void): { unsubscribe(): void } {
+    return this.nats.subscribe(runEventNoticeContract, () => onNotice(), runEventsSubject(runId));
   }
 }

@@ -1,4 +1,5 @@
-import { jsonCodec, NatsClient } from '@app/messaging';
+import type { EventContract } from '@app/contracts';
+import { decodeJson, jsonCodec, NatsClient } from '@app/messaging';
 import type { JsMsg } from 'nats';
 import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
@@ -85,14 +86,18 @@ class ControlledLoop {
 function setUp() {
   const store = new InMemoryRuns();
   const feed = new MessageFeed();
-  let onCancel: ((err: unknown, msg: { data: Uint8Array }) => void) | undefined;
+  let onCancel: ((msg: { run_id: string }) => void) | undefined;
+  // The messaging adapter at its boundary: a cancel subscription, the run consumer, and the
+  // contract check of a pulled message.
   const nats = {
-    connection: {
-      subscribe: (_subject: string, opts: { callback: typeof onCancel }) => {
-        onCancel = opts.callback;
-        return { unsubscribe: () => undefined };
-      },
-      jetstream: () => ({ consumers: { get: async () => ({ consume: async () => feed }) } }),
+    subscribe: (_contract: unknown, onMessage: typeof onCancel) => {
+      onCancel = onMessage;
+      return { unsubscribe: () => undefined };
+    },
+    consumer: async () => ({ consume: async () => feed }),
+    parseEvent: <T>(contract: EventContract<T>, data: Uint8Array): T | null => {
+      const parsed = contract.payload.safeParse(decodeJson(data));
+      return parsed.success ? parsed.data : null;
     },
   } as unknown as NatsClient;
   const loop = new ControlledLoop();
@@ -102,7 +107,7 @@ function setUp() {
     feed.push(message.msg);
     return message;
   };
-  const cancel = (runId: string) => onCancel?.(null, { data: jsonCodec.encode({ run_id: runId }) });
+  const cancel = (runId: string) => onCancel?.({ run_id: runId });
   return { store, feed, loop, workers, deliver, cancel };
 }
 

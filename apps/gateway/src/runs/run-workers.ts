@@ -1,12 +1,12 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { RUN_CANCEL_SUBJECT, RUN_CONSUMER, RUN_STREAM, runCancelSchema, runQueuedSchema } from '@app/contracts';
+import { RUN_CONSUMER, RUN_STREAM, runCancelContract, runQueuedContract } from '@app/contracts';
 import { LOGGER } from '@app/logging';
-import { decodeJson, NATS_CLIENT, NatsClient } from '@app/messaging';
+import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
-import { ConsumerMessages, JsMsg, Subscription } from 'nats';
+import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { RunAbort } from './run-abort';
 import { RunLoop, RunOutcome } from './run-loop';
@@ -40,7 +40,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
-  private cancelSubscription?: Subscription;
+  private cancelSubscription?: { unsubscribe(): void };
   private readonly active = new Map<string, AbortController>();
   private readonly handlers = new Set<Promise<void>>();
   private free: number;
@@ -66,13 +66,8 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    this.cancelSubscription = this.nats.connection.subscribe(RUN_CANCEL_SUBJECT, {
-      callback: (_err, msg) => {
-        const parsed = runCancelSchema.safeParse(decodeJson(msg.data));
-        if (parsed.success) this.abort(parsed.data.run_id, 'cancel');
-      },
-    });
-    const consumer = await this.nats.connection.jetstream().consumers.get(RUN_STREAM, RUN_CONSUMER);
+    this.cancelSubscription = this.nats.subscribe(runCancelContract, (msg) => this.abort(msg.run_id, 'cancel'));
+    const consumer = await this.nats.consumer(RUN_STREAM, RUN_CONSUMER);
     // A small prefetch: messages waiting in one replica's buffer are not available to others.
     this.messages = await consumer.consume({ max_messages: 2 });
     void this.pull(this.messages);
@@ -105,7 +100,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
         this.releaseSlot();
         continue;
       }
-      const tenantId = tenantOf(msg);
+      const tenantId = this.nats.parseEvent(runQueuedContract, msg.data)?.tenant_id;
       if (tenantId !== undefined && (await this.yieldsToOtherTenants(tenantId))) {
         msg.nak(Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount));
         this.releaseSlot();
@@ -122,13 +117,13 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   private async handle(msg: JsMsg): Promise<void> {
-    const parsed = runQueuedSchema.safeParse(decodeJson(msg.data));
-    if (!parsed.success) {
+    const parsed = this.nats.parseEvent(runQueuedContract, msg.data);
+    if (!parsed) {
       this.logger.warn('dropped an invalid run-queue message');
       msg.term();
       return;
     }
-    const { tenant_id: tenantId, run_id: runId } = parsed.data;
+    const { tenant_id: tenantId, run_id: runId } = parsed;
     const log = this.logger.child({ tenantId, runId });
     // One claim per message, not per process: a second message for a run this replica is
     // already executing must find it held, like any other replica would.
@@ -265,10 +260,4 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     if (next) next();
     else this.free++;
   }
-}
-
-/** The tenant a run-queue message names, if it is valid. */
-function tenantOf(msg: JsMsg): string | undefined {
-  const parsed = runQueuedSchema.safeParse(decodeJson(msg.data));
-  return parsed.success ? parsed.data.tenant_id : undefined;
 }

@@ -6,7 +6,6 @@ import { ExecutorClient } from '../tools/executor.client';
 import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
-import { truncateOutput } from '../tools/truncate-output';
 import { abortKind, raceAbort } from './run-abort';
 import { RunContext, RunFailure } from './run-context';
 import { RunEventsService } from './run-events.service';
@@ -147,7 +146,9 @@ export class ToolCallRunner {
     const result = await this.execute(ctx, call);
     await this.finish(ctx, call, {
       status: result.is_error ? 'failed' : 'completed',
-      output: truncateOutput(result.output, ctx.limits.maxOutputChars),
+      // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
+      // again here would cut the notes that say what was cut.
+      output: result.output,
       isError: result.is_error,
       metadata: result.metadata,
     });

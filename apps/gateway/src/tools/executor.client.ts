@@ -1,21 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import {
-  EXECUTOR_PING_SUBJECT,
-  executorPingReplySchema,
-  executorPingSchema,
+  executorPingContract,
   pinnedSessionReleaseSubject,
   pinnedToolCallSubject,
-  SESSION_RELEASE_SUBJECT,
-  sessionReleaseReplySchema,
-  sessionReleaseSchema,
-  TOOL_CALL_SUBJECT,
-  TOOL_CANCEL_SUBJECT,
+  sessionReleaseContract,
   ToolCallReply,
-  toolCallReplySchema,
+  toolCallContract,
   ToolCallRequest,
-  toolCallRequestSchema,
-  toolCancelSchema,
+  toolCancelContract,
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsTimeoutError } from '@app/messaging';
 
@@ -41,15 +34,12 @@ export class ExecutorClient {
   ) {}
 
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
-    const subject = executorId ? pinnedToolCallSubject(executorId) : TOOL_CALL_SUBJECT;
     try {
       return await this.nats.request(
-        subject,
-        toolCallRequestSchema,
+        toolCallContract,
         // The deployment, never the tenant, decides where sandbox tools run.
         { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
-        toolCallReplySchema,
-        request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS,
+        { timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
       );
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
@@ -65,15 +55,15 @@ export class ExecutorClient {
   }
 
   cancelTool(tenantId: string, sessionId: string, callId: string): void {
-    this.nats.publish(TOOL_CANCEL_SUBJECT, toolCancelSchema, { tenant_id: tenantId, session_id: sessionId, call_id: callId });
+    this.nats.publish(toolCancelContract, { tenant_id: tenantId, session_id: sessionId, call_id: callId });
   }
 
-  /** Asks the session's executor to remove its sandbox. False when no executor answered. */
+  /** Asks the session's executor to remove its sandbox. False when no executor answered, or the one that did could not. */
   async releaseSession(tenantId: string, sessionId: string, executorId: string | null): Promise<boolean> {
-    const subject = executorId ? pinnedSessionReleaseSubject(executorId) : SESSION_RELEASE_SUBJECT;
+    const subject = executorId ? pinnedSessionReleaseSubject(executorId) : undefined;
     try {
-      await this.nats.request(subject, sessionReleaseSchema, { tenant_id: tenantId, session_id: sessionId }, sessionReleaseReplySchema, 30_000);
-      return true;
+      const reply = await this.nats.request(sessionReleaseContract, { tenant_id: tenantId, session_id: sessionId }, { timeoutMs: 30_000, subject });
+      return !('ok' in reply);
     } catch (err) {
       if (err instanceof NatsTimeoutError) return false;
       throw err;
@@ -82,7 +72,8 @@ export class ExecutorClient {
 
   async ping(timeoutMs = 2_000): Promise<{ executor_id: string; docker: boolean } | null> {
     try {
-      return await this.nats.request(EXECUTOR_PING_SUBJECT, executorPingSchema, {}, executorPingReplySchema, timeoutMs);
+      const reply = await this.nats.request(executorPingContract, {}, { timeoutMs });
+      return 'ok' in reply ? null : reply;
     } catch {
       return null;
     }

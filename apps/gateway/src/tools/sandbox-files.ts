@@ -10,7 +10,7 @@ export type ReadOutcome =
   | { kind: 'error'; path: string; code: string; message: string };
 
 const GLOB_PAGE = 2_000;
-/** Large enough for a page of GLOB_PAGE paths; small enough for NATS' default 1 MB message. */
+/** Large enough for a page of GLOB_PAGE paths (a larger reply travels in pieces). */
 const GLOB_PAGE_CHARS = 900_000;
 
 /**
@@ -83,6 +83,8 @@ export class SandboxFileReader {
           arguments: args,
           max_output_chars: maxOutputChars,
           timeout_ms: this.timeoutMs,
+          // This reader parses the output itself: it must never be spilled to a file.
+          whole_output: true,
         },
         this.executorId,
       );

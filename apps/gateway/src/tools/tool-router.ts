@@ -5,8 +5,8 @@ import { toStorableText } from '../common/storable-text';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
+import { applyOutputBudget, enforceOutputBudget } from './output-budget';
 import { toolTimeLimitSeconds } from './tool-time-limit';
-import { truncateOutput } from './truncate-output';
 
 export const DEFAULT_MAX_OUTPUT_CHARS = 30_000;
 
@@ -94,9 +94,10 @@ export class ToolRouter {
       const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }
-    // The agent cuts its own output; this guards against any path that did not. What a
-    // program printed may hold NUL bytes, which no text column can store.
-    return { ...reply.result, output: toStorableText(truncateOutput(reply.result.output, maxOutputChars)), executorId: reply.executor_id };
+    // The agent applied the budget (and spilled what was too large in bytes); this only
+    // catches a sandbox that did not, and never cuts the agent's notes. What a program
+    // printed may hold NUL bytes, which no text column can store.
+    return { ...reply.result, output: toStorableText(enforceOutputBudget(reply.result.output, maxOutputChars)), executorId: reply.executor_id };
   }
 
   private async executeInGateway(
@@ -109,6 +110,6 @@ export class ToolRouter {
     const runner = this.registry.gatewayTool(name);
     if (!runner) throw new UnknownToolError(`tool ${name} has no runner in this gateway`);
     const result = await runner.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
-    return { ...result, output: toStorableText(truncateOutput(result.output, maxOutputChars)) };
+    return { ...result, output: toStorableText(applyOutputBudget(result.output, maxOutputChars)) };
   }
 }

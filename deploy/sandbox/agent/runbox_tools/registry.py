@@ -33,10 +33,3 @@ OPS = _Ops()
 def ping(args, request_id=None):
     return {"output": "pong", "metadata": {}, "is_error": False}
 
-
-def truncate_output(text, limit):
-    """Cut text to `limit` characters and say how many were cut, on a line of its own."""
-    if len(text) <= limit:
-        return text
-    cut = len(text) - limit
-    return text[:limit] + "\n… %d characters cut (max_output_chars=%d)" % (cut, limit)

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EventContract, SMALL_MESSAGE_BYTES } from '../contract';
 
 /**
  * "Run R has a new event": a core NATS publish after each event is stored, so event streams
@@ -10,3 +11,10 @@ export const runEventsSubject = (runId: string): string => `${RUN_EVENTS_SUBJECT
 
 export const runEventNoticeSchema = z.object({ run_id: z.string().min(1).max(64), seq: z.number().int().positive() });
 export type RunEventNotice = z.infer<typeof runEventNoticeSchema>;
+
+/** The notice of one run; `subject` is the prefix, each run's notices go to runEventsSubject(run). */
+export const runEventNoticeContract: EventContract<RunEventNotice> = {
+  subject: RUN_EVENTS_SUBJECT_PREFIX,
+  payload: runEventNoticeSchema,
+  maxBytes: SMALL_MESSAGE_BYTES,
+};

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EventContract, SMALL_MESSAGE_BYTES } from '../contract';
 import { ids } from '../tool-result';
 
 /**
@@ -11,3 +12,5 @@ export const RUN_CONSUMER = 'runbox-run-workers';
 
 export const runQueuedSchema = z.object({ tenant_id: ids.tenant, run_id: z.string().min(1).max(64) });
 export type RunQueued = z.infer<typeof runQueuedSchema>;
+
+export const runQueuedContract: EventContract<RunQueued> = { subject: RUN_QUEUE_SUBJECT, payload: runQueuedSchema, maxBytes: SMALL_MESSAGE_BYTES };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RequestContract, rpcFailure, rpcFailureSchema, SMALL_MESSAGE_BYTES } from '../contract';
 import { ids } from '../tool-result';
 
 /**
@@ -11,5 +12,13 @@ export const pinnedSessionReleaseSubject = (executorId: string): string => `${SE
 export const sessionReleaseSchema = z.object({ tenant_id: ids.tenant, session_id: ids.session });
 export type SessionRelease = z.infer<typeof sessionReleaseSchema>;
 
-export const sessionReleaseReplySchema = z.object({ removed: z.boolean(), executor_id: z.string() });
+export const sessionReleaseReplySchema = z.union([z.object({ removed: z.boolean(), executor_id: z.string() }), rpcFailureSchema]);
 export type SessionReleaseReply = z.infer<typeof sessionReleaseReplySchema>;
+
+export const sessionReleaseContract: RequestContract<SessionRelease, SessionReleaseReply> = {
+  subject: SESSION_RELEASE_SUBJECT,
+  request: sessionReleaseSchema,
+  reply: sessionReleaseReplySchema,
+  errorReply: rpcFailure,
+  maxBytes: SMALL_MESSAGE_BYTES,
+};

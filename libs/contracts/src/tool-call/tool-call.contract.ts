@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RequestContract, rpcFailure } from '../contract';
 import { ids, rpcErrorSchema, toolResultSchema } from '../tool-result';
 
 /**
@@ -23,6 +24,12 @@ export const toolCallRequestSchema = z.object({
   timeout_ms: z.number().int().positive().max(3_600_000),
   /** `docker` (default) or `local` (operator-enabled, no isolation). */
   backend: z.enum(['docker', 'local']).default('docker'),
+  /**
+   * The caller reads the output itself (a gateway tool reading the workspace), so it needs
+   * all of it: an output too large for one message travels in pieces instead of spilling
+   * to a workspace file.
+   */
+  whole_output: z.boolean().optional(),
 });
 export type ToolCallRequest = z.input<typeof toolCallRequestSchema>;
 
@@ -31,3 +38,15 @@ export const toolCallReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(false), executor_id: z.string(), error: rpcErrorSchema }),
 ]);
 export type ToolCallReply = z.infer<typeof toolCallReplySchema>;
+
+/**
+ * A tool call's arguments (write_file content) and its result (read_bytes) may be large:
+ * 256 MiB holds write_file's 50,000,000 characters in any encoding.
+ */
+export const toolCallContract: RequestContract<z.output<typeof toolCallRequestSchema>, ToolCallReply, ToolCallRequest> = {
+  subject: TOOL_CALL_SUBJECT,
+  request: toolCallRequestSchema,
+  reply: toolCallReplySchema,
+  errorReply: rpcFailure,
+  maxBytes: 256 * 1024 * 1024,
+};

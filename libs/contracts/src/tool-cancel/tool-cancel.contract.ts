@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EventContract, SMALL_MESSAGE_BYTES } from '../contract';
 import { ids } from '../tool-result';
 
 /** Gateway → all executors (fan-out publish): interrupt an in-flight call, e.g. on run cancel. */
@@ -10,3 +11,5 @@ export const toolCancelSchema = z.object({
   call_id: z.string().min(1).max(128),
 });
 export type ToolCancel = z.infer<typeof toolCancelSchema>;
+
+export const toolCancelContract: EventContract<ToolCancel> = { subject: TOOL_CANCEL_SUBJECT, payload: toolCancelSchema, maxBytes: SMALL_MESSAGE_BYTES };
