@@ -5,6 +5,7 @@
 #   RUNBOX_ENGINE_SOCKET_DIR   where docker.sock goes (default /run/runbox-engine)
 #   RUNBOX_ENGINE_SOCKET_GID   the group that may use it (default 10001, the executor's)
 #   RUNBOX_ENGINE_ARGS         extra dockerd flags (say, --bridge none --iptables=false)
+#   RUNBOX_ENGINE_LOOP_DEVICES loop device nodes made at start (default 256)
 set -eu
 dir=${RUNBOX_ENGINE_SOCKET_DIR:-/run/runbox-engine}
 sock="unix://$dir/docker.sock"
@@ -26,6 +27,15 @@ parent=""
 [ -n "$own" ] && [ "$own" != / ] && parent="--cgroup-parent=$own/sandboxes"
 # Per-workspace disk limits loop-mount ext4 images: make sure the loop control device exists.
 [ -e /dev/loop-control ] || mknod -m 660 /dev/loop-control c 10 237 2>/dev/null || true
+# The executor's disk helper attaches each workspace image to a loop device the kernel makes
+# on demand, and dockerd here mounts it. A container's /dev is filled once, when it starts,
+# so a node the host gets later never shows up here: make the nodes up front. As many
+# workspaces as there are nodes can be mounted at once (RUNBOX_ENGINE_LOOP_DEVICES).
+i=0
+while [ "$i" -lt "${RUNBOX_ENGINE_LOOP_DEVICES:-256}" ]; do
+  [ -e "/dev/loop$i" ] || mknod -m 660 "/dev/loop$i" b 7 "$i" 2>/dev/null || true
+  i=$((i + 1))
+done
 
 # shellcheck disable=SC2086
 dockerd --host "$sock" --group "${RUNBOX_ENGINE_SOCKET_GID:-10001}" $parent ${RUNBOX_ENGINE_ARGS:-} &
