@@ -12,6 +12,7 @@ import { RagIndexer } from '../rag/rag-indexer';
 import { RagRepository } from '../rag/rag.repository';
 import { RagSearchService } from '../rag/rag-search.service';
 import { RagSearchTool } from '../rag/rag-search.tool';
+import { SERVER_TOOLS, SERVERS_CONTROLLERS, SERVERS_PROVIDERS } from '../servers/servers.providers';
 import { SkillTool } from '../skills/skill.tool';
 import { SkillsRepository } from '../skills/skills.repository';
 import { TodoTool } from '../todos/todo.tool';
@@ -21,7 +22,7 @@ import { GATEWAY_TOOLS, GatewayTool } from './gateway-tool';
 import { SandboxFiles } from './sandbox-files';
 
 /** Tools that run in the gateway; the ToolRegistry registers each beside its definition. */
-const TOOLS: Array<Type<GatewayTool>> = [MemoryTool, SessionSearchTool, RagIndexTool, RagSearchTool, TodoTool, SkillTool];
+const TOOLS: Array<Type<GatewayTool>> = [MemoryTool, SessionSearchTool, RagIndexTool, RagSearchTool, TodoTool, SkillTool, ...SERVER_TOOLS];
 
 /** Everything the gateway-side tools need, for the gateway module's providers. */
 export const GATEWAY_TOOL_PROVIDERS: Provider[] = [
@@ -35,9 +36,10 @@ export const GATEWAY_TOOL_PROVIDERS: Provider[] = [
   RagSearchService,
   TodosRepository,
   SkillsRepository,
+  ...SERVERS_PROVIDERS,
   ...TOOLS,
   { provide: GATEWAY_TOOLS, inject: TOOLS, useFactory: (...tools: GatewayTool[]) => tools },
 ];
 
-/** Their HTTP routes: /v1/memory and /v1/sessions/{id}/todos. */
-export const GATEWAY_TOOL_CONTROLLERS = [MemoryController, TodosController];
+/** Their HTTP routes: /v1/memory, /v1/sessions/{id}/todos and /v1/servers. */
+export const GATEWAY_TOOL_CONTROLLERS = [MemoryController, TodosController, ...SERVERS_CONTROLLERS];

@@ -5,6 +5,7 @@ import { SessionSearchTool } from '../history/session-search.tool';
 import { MemoryTool } from '../memory/memory.tool';
 import { RagIndexTool } from '../rag/rag-index.tool';
 import { RagSearchTool } from '../rag/rag-search.tool';
+import { VpsRunTool } from '../servers/vps-run.tool';
 import { SkillTool } from '../skills/skill.tool';
 import { TodoTool } from '../todos/todo.tool';
 import { GatewayTool } from './gateway-tool';
@@ -28,11 +29,12 @@ const IMPLEMENTED = [
   'skill',
   'terminal',
   'todo',
+  'vps_run',
   'write_file',
 ];
 
 /** Catalogue tools not implemented yet; the toolsets offer what remains. */
-const NOT_IMPLEMENTED = ['browser', 'vps_download', 'vps_run', 'vps_upload', 'web_fetch', 'web_search'];
+const NOT_IMPLEMENTED = ['browser', 'vps_download', 'vps_upload', 'web_fetch', 'web_search'];
 
 /** The registry as the gateway builds it: file tools and terminal, every gateway-side tool, delegate_task. */
 function productionRegistry(): ToolRegistry {
@@ -45,6 +47,7 @@ function productionRegistry(): ToolRegistry {
     new RagSearchTool(unused, unused),
     new TodoTool(unused),
     new SkillTool(unused),
+    new VpsRunTool(unused),
   ];
   const registry = new ToolRegistry(gatewayTools);
   new DelegateTaskTool(registry, unused as SubRuns, unused).onModuleInit();
@@ -70,6 +73,8 @@ describe('ToolRegistry toolsets', () => {
     expect(registry.toolset('default')).toEqual([...union].sort());
     // rag_index is in no named toolset: only `all` offers it.
     expect(registry.toolset('default')).not.toContain('rag_index');
+    // Nor are the vps_* tools (seed 000): they act on the tenant's own servers.
+    expect(registry.toolset('default')).not.toContain('vps_run');
     expect(registry.toolset('all')).toEqual([...IMPLEMENTED].sort());
   });
 });
