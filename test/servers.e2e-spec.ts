@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PrismaService } from '@app/persistence';
-import { CredentialCipher } from '../apps/gateway/src/servers/credential-cipher';
+import { CredentialCipher, credentialsAad as aad } from '@app/ssh';
 import { rotateCredentials } from '../apps/gateway/src/servers/credential-rotation';
-import { aad } from '../apps/gateway/src/servers/servers.service';
 import { callTool, CompletedToolCall } from './support/tool-runs';
 import { TenantCredentials, TestStack } from './support/test-stack';
 

@@ -6,7 +6,7 @@
 import 'reflect-metadata';
 import { loadConfig } from '@app/config';
 import { PrismaService } from '@app/persistence';
-import { CredentialCipher } from '../servers/credential-cipher';
+import { CredentialCipher } from '@app/ssh';
 import { rotateCredentials } from '../servers/credential-rotation';
 
 async function main(): Promise<void> {

@@ -1,6 +1,5 @@
 import { PrismaService } from '@app/persistence';
-import { CredentialCipher } from './credential-cipher';
-import { aad } from './servers.service';
+import { CredentialCipher, credentialsAad } from '@app/ssh';
 
 export interface RotationReport {
   /** Rows re-sealed with the current key. */
@@ -24,7 +23,7 @@ export async function rotateCredentials(db: PrismaService, cipher: CredentialCip
       report.current++;
       continue;
     }
-    const bound = aad(row.tenantId, row.id);
+    const bound = credentialsAad(row.tenantId, row.id);
     const resealed = cipher.seal(cipher.open(row.credentials, bound), bound);
     const { count } = await db.system((tx) => tx.savedServer.updateMany({ where: { id: row.id, credentials: row.credentials }, data: { credentials: resealed } }));
     if (count === 1) report.resealed++;

@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { ChannelOpenError } from '@app/ssh';
 import type { Client, ClientChannel } from 'ssh2';
 
 /** Bytes kept of each stream; past it the rest is counted, not kept. */
@@ -16,9 +17,6 @@ export interface RemoteCommandOutcome {
   stderrBytes: number;
   durationMs: number;
 }
-
-/** The connection could not open a channel (it broke since it was pooled); nothing ran. */
-export class ChannelOpenError extends Error {}
 
 /**
  * Runs one command in its own channel of an open connection. At the timeout the channel is

@@ -1,17 +1,16 @@
 import { Provider, Type } from '@nestjs/common';
+import { SavedServersRepository, SshConnectionPool, SshConnector } from '@app/ssh';
 import { GatewayTool } from '../tools/gateway-tool';
 import { ServersController } from './servers.controller';
-import { ServersRepository } from './servers.repository';
 import { ServersService } from './servers.service';
-import { SshConnectionPool } from './ssh-connection-pool';
-import { SshConnector } from './ssh-connector';
 import { VpsRunTool } from './vps-run.tool';
+import { VpsTransferTools } from './vps-transfer-tools';
 
-/** Saved servers over SSH: the vps_* tools (registered through GATEWAY_TOOLS) ... */
+/** Saved servers over SSH: vps_run (registered through GATEWAY_TOOLS; VpsTransferTools registers the other two) ... */
 export const SERVER_TOOLS: Array<Type<GatewayTool>> = [VpsRunTool];
 
 /** ... what they and the API need ... */
-export const SERVERS_PROVIDERS: Provider[] = [ServersRepository, ServersService, SshConnector, SshConnectionPool];
+export const SERVERS_PROVIDERS: Provider[] = [SavedServersRepository, ServersService, SshConnector, SshConnectionPool, VpsTransferTools];
 
 /** ... and the /v1/servers routes. */
 export const SERVERS_CONTROLLERS = [ServersController];

@@ -1,16 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { EgressGuard, EgressRefusedError } from '@app/egress';
+import { EgressGuard } from '@app/egress';
 import { AppError, ErrorCode } from '@app/errors';
-import { createHash } from 'node:crypto';
-import { CredentialCipher } from './credential-cipher';
-import { SavedServerChanges, SavedServerRow, ServerNameTakenError, ServersRepository } from './servers.repository';
+import {
+  credentialsAad,
+  CredentialCipher,
+  SavedServerChanges,
+  SavedServerConnections,
+  SavedServerRow,
+  SavedServersRepository,
+  ServerNameTakenError,
+  SshAuth,
+  SshConnection,
+  SshConnectionPool,
+  tenantEgressRules,
+} from '@app/ssh';
 import { CreateServerInput, UpdateServerInput } from './servers.schemas';
-import { SshConnectionPool } from './ssh-connection-pool';
-import { SshAuth, SshConnectError, SshConnection } from './ssh-connector';
-import { tenantEgressRules } from './tenant-egress-rules';
-import { HostKeyMismatchError } from './host-key';
-import { ChannelOpenError } from './remote-command';
 
 /** What the API and the model may see of a saved server: never its credentials. */
 export interface ServerView {
@@ -26,12 +31,6 @@ export interface ServerView {
   updated_at: string;
 }
 
-/** How long connecting may take, TCP through authentication. */
-export const SSH_CONNECT_TIMEOUT_MS = 15_000;
-
-/** A tool-facing failure: the message says what went wrong and is safe for the model. */
-export class ServerUseError extends Error {}
-
 /**
  * Saved servers: CRUD with sealed credentials, and connections to them through the egress
  * guard, the host-key pin and the connection pool.
@@ -39,15 +38,18 @@ export class ServerUseError extends Error {}
 @Injectable()
 export class ServersService {
   private readonly cipher: CredentialCipher | undefined;
-  private readonly egress: EgressGuard;
+  private readonly connections: SavedServerConnections | undefined;
 
   constructor(
-    private readonly servers: ServersRepository,
-    private readonly pool: SshConnectionPool,
+    private readonly servers: SavedServersRepository,
+    pool: SshConnectionPool,
     @Inject(RUNBOX_CONFIG) config: RunboxConfig,
   ) {
-    this.cipher = config.RUNBOX_CREDENTIALS_KEY ? new CredentialCipher(config.RUNBOX_CREDENTIALS_KEY, config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS) : undefined;
-    this.egress = new EgressGuard({ allowPrivateHosts: config.RUNBOX_ALLOW_PRIVATE_HOSTS });
+    if (config.RUNBOX_CREDENTIALS_KEY) {
+      this.cipher = new CredentialCipher(config.RUNBOX_CREDENTIALS_KEY, config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS);
+      const egress = new EgressGuard({ allowPrivateHosts: config.RUNBOX_ALLOW_PRIVATE_HOSTS });
+      this.connections = new SavedServerConnections(servers, pool, this.cipher, egress, tenantEgressRules);
+    }
   }
 
   /** Why saved servers are off on this deployment, or undefined when they are on. */
@@ -64,7 +66,7 @@ export class ServersService {
         port: input.port,
         username: input.username,
         authType: input.password ? 'password' : 'key',
-        sealCredentials: (id) => cipher.seal(JSON.stringify(authOf(input)), aad(tenantId, id)),
+        sealCredentials: (id) => cipher.seal(JSON.stringify(authOf(input)), credentialsAad(tenantId, id)),
       });
       return viewOf(row);
     } catch (err) {
@@ -97,17 +99,17 @@ export class ServersService {
     }
     if (input.private_key || input.password) {
       changes.authType = input.password ? 'password' : 'key';
-      changes.credentials = this.requireCipher().seal(JSON.stringify(authOf(input)), aad(tenantId, id));
+      changes.credentials = this.requireCipher().seal(JSON.stringify(authOf(input)), credentialsAad(tenantId, id));
     }
     const row = await this.servers.update(tenantId, id, changes).catch((err: unknown) => Promise.reject(conflict(err)));
     if (!row) throw AppError.notFound('server', id);
-    this.pool.evict(poolKey(tenantId, id));
+    this.connections?.evict(tenantId, id);
     return viewOf(row);
   }
 
   async delete(tenantId: string, id: string): Promise<void> {
     if (!(await this.servers.delete(tenantId, id))) throw AppError.notFound('server', id);
-    this.pool.evict(poolKey(tenantId, id));
+    this.connections?.evict(tenantId, id);
   }
 
   /**
@@ -118,69 +120,29 @@ export class ServersService {
     await this.require(tenantId, id);
     const row = await this.servers.update(tenantId, id, { hostKeyFingerprint: fingerprint ?? null, hostKeyPinnedAt: fingerprint ? new Date() : null });
     if (!row) throw AppError.notFound('server', id);
-    this.pool.evict(poolKey(tenantId, id));
+    this.connections?.evict(tenantId, id);
     return viewOf(row);
   }
 
   /** A saved server by the name the model uses. */
-  async byName(tenantId: string, name: string): Promise<SavedServerRow> {
-    const row = await this.servers.getByName(tenantId, name);
-    if (!row) {
-      const names = (await this.servers.list(tenantId)).map((s) => s.name);
-      throw new ServerUseError(`no saved server is named "${name}"; ${names.length ? `saved servers: ${names.join(', ')}` : 'this tenant has no saved servers (POST /v1/servers)'}`);
-    }
-    return row;
+  byName(tenantId: string, name: string): Promise<SavedServerRow> {
+    return this.requireConnections().byName(tenantId, name);
   }
 
-  /**
-   * Runs `work` on a pooled connection to the server: the host passes the egress guard (the
-   * connection goes to the address it checked), the host key must match the pin, and a
-   * first connection pins the key it was shown.
-   */
-  async withConnection<T>(tenantId: string, server: SavedServerRow, work: (c: SshConnection) => Promise<T>): Promise<T> {
-    const cipher = this.requireCipher();
-    const version = createHash('sha256').update([server.host, server.port, server.username, server.credentials, server.hostKeyFingerprint ?? ''].join('\0')).digest('hex');
-    const open = async () => {
-      const target = await this.egress.checkHost(server.host, server.port, await tenantEgressRules(tenantId));
-      const auth = JSON.parse(cipher.open(server.credentials, aad(tenantId, server.id))) as SshAuth;
-      return { serverName: server.name, address: target.address, port: server.port, username: server.username, auth, pinnedFingerprint: server.hostKeyFingerprint };
-    };
-    const attempt = () =>
-      this.pool.use(poolKey(tenantId, server.id), version, open, SSH_CONNECT_TIMEOUT_MS, async (connection) => {
-        if (!server.hostKeyFingerprint) await this.pinFirstKey(tenantId, server, connection.fingerprint);
-        return work(connection);
-      });
-    try {
-      try {
-        return await attempt();
-      } catch (err) {
-        // A pooled connection that died unnoticed: no channel opened, so nothing ran.
-        // Once more on a fresh connection (which checks the host key again).
-        if (!(err instanceof ChannelOpenError)) throw err;
-        this.pool.evict(poolKey(tenantId, server.id));
-        return await attempt();
-      }
-    } catch (err) {
-      if (err instanceof EgressRefusedError || err instanceof HostKeyMismatchError || err instanceof SshConnectError) throw new ServerUseError(err.message);
-      if (err instanceof ChannelOpenError) throw new ServerUseError(`server "${server.name}" did not open a channel: ${err.message}`);
-      throw err;
-    }
-  }
-
-  private async pinFirstKey(tenantId: string, server: SavedServerRow, fingerprint: string): Promise<void> {
-    if (await this.servers.pinIfUnpinned(tenantId, server.id, fingerprint)) return;
-    // Another call pinned first: that pin must be the key this connection saw.
-    const now = await this.servers.get(tenantId, server.id);
-    if (now?.hostKeyFingerprint && now.hostKeyFingerprint !== fingerprint) {
-      this.pool.evict(poolKey(tenantId, server.id));
-      throw new HostKeyMismatchError(server.name, now.hostKeyFingerprint, fingerprint);
-    }
+  /** Runs `work` on a pooled, egress-checked, host-key-verified connection to the server. */
+  withConnection<T>(tenantId: string, server: SavedServerRow, work: (c: SshConnection) => Promise<T>): Promise<T> {
+    return this.requireConnections().withConnection(tenantId, server, work);
   }
 
   private async require(tenantId: string, id: string): Promise<SavedServerRow> {
     const row = await this.servers.get(tenantId, id);
     if (!row) throw AppError.notFound('server', id);
     return row;
+  }
+
+  private requireConnections(): SavedServerConnections {
+    if (!this.connections) throw new AppError(ErrorCode.Unavailable, this.unavailableReason()!);
+    return this.connections;
   }
 
   private requireCipher(): CredentialCipher {
@@ -202,15 +164,6 @@ export function viewOf(row: SavedServerRow): ServerView {
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
-}
-
-/** The sealed value is bound to its row: copied into another tenant's or server's row it does not open. */
-export function aad(tenantId: string, serverId: string): string {
-  return `runbox.servers:${tenantId}:${serverId}`;
-}
-
-function poolKey(tenantId: string, serverId: string): string {
-  return `${tenantId}/${serverId}`;
 }
 
 function authOf(input: { private_key?: string; passphrase?: string; password?: string }): SshAuth {

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { GatewayTool, GatewayToolContext, GatewayToolResult, toolFailure, toolOutput } from '../tools/gateway-tool';
 import { formatCommandOutput, runRemoteCommand } from './remote-command';
 import { serverName } from './servers.schemas';
-import { ServersService, ServerUseError } from './servers.service';
+import { ServerUseError } from '@app/ssh';
+import { ServersService } from './servers.service';
 
 const DEFAULT_TIMEOUT_SECONDS = 120;
 const MAX_TIMEOUT_SECONDS = 900;

@@ -6,6 +6,7 @@ import { MemoryTool } from '../memory/memory.tool';
 import { RagIndexTool } from '../rag/rag-index.tool';
 import { RagSearchTool } from '../rag/rag-search.tool';
 import { VpsRunTool } from '../servers/vps-run.tool';
+import { VpsTransferTools } from '../servers/vps-transfer-tools';
 import { SkillTool } from '../skills/skill.tool';
 import { TodoTool } from '../todos/todo.tool';
 import { GatewayTool } from './gateway-tool';
@@ -29,12 +30,14 @@ const IMPLEMENTED = [
   'skill',
   'terminal',
   'todo',
+  'vps_download',
   'vps_run',
+  'vps_upload',
   'write_file',
 ];
 
 /** Catalogue tools not implemented yet; the toolsets offer what remains. */
-const NOT_IMPLEMENTED = ['browser', 'vps_download', 'vps_upload', 'web_fetch', 'web_search'];
+const NOT_IMPLEMENTED = ['browser', 'web_fetch', 'web_search'];
 
 /** The registry as the gateway builds it: file tools and terminal, every gateway-side tool, delegate_task. */
 function productionRegistry(): ToolRegistry {
@@ -51,6 +54,7 @@ function productionRegistry(): ToolRegistry {
   ];
   const registry = new ToolRegistry(gatewayTools);
   new DelegateTaskTool(registry, unused as SubRuns, unused).onModuleInit();
+  new VpsTransferTools(registry).onModuleInit();
   return registry;
 }
 
@@ -74,7 +78,7 @@ describe('ToolRegistry toolsets', () => {
     // rag_index is in no named toolset: only `all` offers it.
     expect(registry.toolset('default')).not.toContain('rag_index');
     // Nor are the vps_* tools (seed 000): they act on the tenant's own servers.
-    expect(registry.toolset('default')).not.toContain('vps_run');
+    for (const vps of ['vps_run', 'vps_upload', 'vps_download']) expect(registry.toolset('default')).not.toContain(vps);
     expect(registry.toolset('all')).toEqual([...IMPLEMENTED].sort());
   });
 });

@@ -33,6 +33,9 @@ export class SshConnectError extends Error {
   }
 }
 
+/** The connection could not open a channel (it broke since it was pooled); nothing ran on it. */
+export class ChannelOpenError extends Error {}
+
 /** The ssh2 side of opening a connection: host-key check, auth, one deadline for all of it. */
 @Injectable()
 export class SshConnector {

@@ -33,7 +33,7 @@ export class ServerNameTakenError extends Error {}
 
 /** Saved servers, always within one tenant (row-level security is forced on the table). */
 @Injectable()
-export class ServersRepository {
+export class SavedServersRepository {
   constructor(private readonly db: PrismaService) {}
 
   async create(tenantId: string, input: NewSavedServer): Promise<SavedServerRow> {
