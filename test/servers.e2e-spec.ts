@@ -199,6 +199,41 @@ describe('saved servers over SSH', () => {
     expect((await request('GET', `/v1/servers/${created.body.id}`, { key: acme.apiKey })).status).toBe(404);
   });
 
+  it("runs an ssh session's terminal on the server, keeping cd and export across calls", async () => {
+    const created = await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'ssh', server: 'web-1' } } });
+    expect(created.body.backend).toEqual({ type: 'ssh', server: 'web-1' });
+    const id = created.body.id;
+    expect((await request('GET', `/v1/sessions/${id}`, { key: acme.apiKey })).body.backend).toEqual({ type: 'ssh', server: 'web-1' });
+    const terminal = (args: Record<string, unknown>) => callTool(stack, acme.apiKey, id, 'terminal', args);
+
+    const first = await terminal({ command: 'cd /tmp && export GREETING=hello && pwd' });
+    expect(first).toMatchObject({ is_error: false, output: 'status: exited\nexit_code: 0\nstdout:\n/tmp' });
+    const second = await terminal({ command: 'pwd; echo "$GREETING from $(whoami)"' });
+    expect(second.output).toBe(`status: exited\nexit_code: 0\nstdout:\n/tmp\nhello from ${sshd.user}`);
+    expect((await terminal({ command: 'kill -TERM $$' })).metadata).toMatchObject({ exit_code: 143, backend: 'ssh' });
+    const slow = await terminal({ command: 'sleep 30', timeout_seconds: 1 });
+    expect(slow).toMatchObject({ is_error: true, metadata: { timed_out: true } });
+    // A fresh session starts in its own directory, with none of the other session's state.
+    const other = (await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'ssh', server: 'web-1' } } })).body.id;
+    const fresh = await callTool(stack, acme.apiKey, other, 'terminal', { command: 'pwd; echo "[$GREETING]"' });
+    expect(fresh.output).toBe(`status: exited\nexit_code: 0\nstdout:\n${sshd.homePath(`runbox/${other}`)}\n[]`);
+
+    const read = await callTool(stack, acme.apiKey, id, 'read_file', { path: 'x.txt' });
+    expect(read).toMatchObject({ is_error: true });
+    expect(read.output).toContain('read_file is not available in a session whose backend is a saved SSH server');
+  });
+
+  it('lets a session choose only an ssh backend, on one of its own servers', async () => {
+    const docker = await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'docker', server: 'pw' } } });
+    expect(docker.status).toBe(400);
+    expect(docker.body.error.message).toContain('body.backend.type');
+    const unknown = await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'ssh', server: 'nope' } } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.message).toContain('body.backend.server: no saved server is named "nope"');
+    const foreign = await request('POST', '/v1/sessions', { key: globex.apiKey, body: { backend: { type: 'ssh', server: 'pw' } } });
+    expect(foreign.status).toBe(400);
+  });
+
   it('re-seals every credential with a new key during a rotation', async () => {
     const oldKey = stack.config.RUNBOX_CREDENTIALS_KEY!;
     const newKey = randomBytes(32).toString('base64');

@@ -28,3 +28,20 @@ CREATE POLICY tenant_isolation ON "servers"
   USING ("tenant_id" = current_setting('app.tenant_id', true))
   WITH CHECK ("tenant_id" = current_setting('app.tenant_id', true));
 CREATE POLICY system_access ON "servers" TO runbox_system USING (true) WITH CHECK (true);
+
+-- Sessions whose terminal runs on a saved server (the ssh backend), forced row-level security too.
+CREATE TABLE "session_ssh_backends" (
+    "session_id" TEXT NOT NULL,
+    "tenant_id" TEXT NOT NULL,
+    "server_id" TEXT NOT NULL,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "session_ssh_backends_pkey" PRIMARY KEY ("session_id")
+);
+
+ALTER TABLE "session_ssh_backends" ENABLE ROW LEVEL SECURITY;
+ALTER TABLE "session_ssh_backends" FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON "session_ssh_backends"
+  USING ("tenant_id" = current_setting('app.tenant_id', true))
+  WITH CHECK ("tenant_id" = current_setting('app.tenant_id', true));
+CREATE POLICY system_access ON "session_ssh_backends" TO runbox_system USING (true) WITH CHECK (true);

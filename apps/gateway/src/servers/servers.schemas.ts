@@ -72,3 +72,11 @@ function oneCredential(required: boolean) {
     if (required && !v.private_key && !v.password) ctx.addIssue({ code: 'custom', path: ['private_key'], message: 'a private_key or a password is required' });
   };
 }
+
+/** A session's backend, as a tenant may choose it: only a saved server; docker and local are the deployment's choice. */
+export const sessionBackendSchema = z
+  .object({
+    type: z.literal('ssh', { error: 'only "ssh" (one of your saved servers) can be chosen; docker or local is the deployment\'s choice' }),
+    server: serverName,
+  })
+  .strict();

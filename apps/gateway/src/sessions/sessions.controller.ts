@@ -5,10 +5,12 @@ import { pathId } from '../common/ids';
 import { metadataSchema, noQuerySchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
 import { validate } from '../common/validate';
+import { sessionBackendSchema } from '../servers/servers.schemas';
+import { SshSessionBackends } from '../servers/ssh-session-backends';
 import { MessageView, SessionView } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 
-const createSessionSchema = z.object({ metadata: metadataSchema.optional() }).strict();
+const createSessionSchema = z.object({ metadata: metadataSchema.optional(), backend: sessionBackendSchema.optional() }).strict();
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
 /** `include_children=true` adds the messages of sub-runs (delegate_task), each marked by its run_id. */
 const messagesQuerySchema = z.object({ include_children: z.enum(['true', 'false']).optional() }).strict();
@@ -17,20 +19,28 @@ const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name'
 @Controller('v1/sessions')
 @UseGuards(ApiKeyGuard)
 export class SessionsController {
-  constructor(private readonly sessions: SessionsService) {}
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly sshBackends: SshSessionBackends,
+  ) {}
 
   @Post()
   async create(@TenantId() tenantId: string, @Body() body: unknown, @Query() query: unknown) {
     validate(noQuerySchema, query, 'query');
     const input = validate(createSessionSchema, body ?? {}, 'body');
+    const server = input.backend ? await this.sshBackends.resolveForNewSession(tenantId, input.backend.server) : undefined;
     const session = await this.sessions.create(tenantId, input.metadata ?? {});
-    return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString() };
+    if (server) await this.sshBackends.bind(tenantId, session.id, server);
+    const backend = server ? { backend: { type: 'ssh', server: server.name } } : {};
+    return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString(), ...backend };
   }
 
   @Get(':id')
   async get(@TenantId() tenantId: string, @Param('id') id: string, @Query() query: unknown) {
     validate(noQuerySchema, query, 'query');
-    return sessionJson(await this.sessions.get(tenantId, pathId('session', id)));
+    const session = await this.sessions.get(tenantId, pathId('session', id));
+    const backend = await this.sshBackends.describe(tenantId, session.id);
+    return { ...sessionJson(session), ...(backend ? { backend } : {}) };
   }
 
   @Delete(':id')

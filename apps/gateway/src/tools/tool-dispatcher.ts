@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
+import { SESSION_TOOL_ROUTER, SessionToolRouter } from './session-tool-router';
 import { ToolRegistry } from './tool-registry';
 import { truncateOutput } from './truncate-output';
 
@@ -49,6 +50,7 @@ export class ToolDispatcher {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly executor: ExecutorClient,
+    @Optional() @Inject(SESSION_TOOL_ROUTER) private readonly sessionRouter?: SessionToolRouter,
   ) {}
 
   /** Validates arguments; throws InvalidToolArgumentsError naming each bad field. */
@@ -70,6 +72,8 @@ export class ToolDispatcher {
     const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     const timeoutSeconds = this.timeoutFor(name, args, ctx.timeouts);
     if (tool.runsIn === 'gateway') return this.executeInGateway(ctx, name, args, maxOutputChars, timeoutSeconds);
+    const routed = await this.sessionRouter?.route({ tenantId: ctx.tenantId, sessionId: ctx.sessionId, tool: name, args, timeoutSeconds, maxOutputChars });
+    if (routed) return { ...routed, output: truncateOutput(routed.output, maxOutputChars) };
     let reply;
     try {
       reply = await this.executor.callTool(
