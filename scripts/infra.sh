@@ -5,7 +5,8 @@
 #
 #   scripts/infra.sh up     install what is missing, start what is down
 #   scripts/infra.sh down   stop what this script started (by the pids it recorded)
-#   scripts/infra.sh test-tools   install what only the tests use (LibreOffice, Ghostscript)
+#   scripts/infra.sh test-tools   install what only the tests use (LibreOffice, Ghostscript,
+#                                 OpenSSH's server)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -42,6 +43,20 @@ ensure_test_packages() {
   have soffice || missing+=(libreoffice-writer-nogui)
   have gs || missing+=(ghostscript)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+  ensure_sshd
+}
+
+# The SSH tests start their own sshd on a loopback port with a config in a temp dir. Debian's
+# package would start a system-wide sshd on port 22 as it installs; a policy-rc.d that refuses
+# service starts (the distribution's own mechanism) keeps it from doing so.
+ensure_sshd() {
+  [ -x /usr/sbin/sshd ] && have ssh-keygen && return 0
+  local policy=/usr/sbin/policy-rc.d placed=0
+  if is_root && [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && placed=1
+  fi
+  apt_install openssh-server
+  [ "$placed" = 0 ] || rm -f "$policy"
 }
 
 # Workspace disks are loop devices (docs/sandbox.md#workspace-size); where the loop driver is

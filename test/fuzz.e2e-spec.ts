@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,6 +53,7 @@ interface Fixtures {
   memory: string;
   victimTenant: string;
   victimKey: string;
+  server: string;
 }
 
 type IdKind = 'session' | 'run' | 'memory' | 'tenant';
@@ -335,7 +337,11 @@ describe('fuzzing the HTTP API', () => {
   const logFile = join(logDir, 'services.log');
 
   beforeAll(async () => {
-    stack = await new TestStack({ executor: false, env: { RUNBOX_LOG_FILE: logFile, RUNBOX_LOG_LEVEL: 'info' } }).start();
+    // A credentials key turns saved servers on, so their routes are fuzzed too.
+    stack = await new TestStack({
+      executor: false,
+      env: { RUNBOX_LOG_FILE: logFile, RUNBOX_LOG_LEVEL: 'info', RUNBOX_CREDENTIALS_KEY: randomBytes(32).toString('base64') },
+    }).start();
     const tenant = await stack.createTenant('fuzz-tenant');
     const victim = await stack.createTenant('fuzz-victim');
     const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
@@ -343,6 +349,12 @@ describe('fuzzing the HTTP API', () => {
     await stack.waitForRun(tenant.apiKey, run.body.id);
     const memory = await stack.request('POST', '/v1/memory', { key: tenant.apiKey, body: { content: 'fuzzing leaves this fact alone' } });
     const victimKey = await stack.request('POST', `/v1/admin/tenants/${victim.tenantId}/api_keys`, { key: stack.adminToken, body: { name: 'kept' } });
+    // Never connected to: saving a server does not reach it.
+    const server = await stack.request('POST', '/v1/servers', {
+      key: tenant.apiKey,
+      body: { name: 'fuzz-server', host: 'ssh.example.com', username: 'deploy', password: 'not-a-real-one' },
+    });
+    expect(server.status).toBe(201);
     fixtures = {
       tenant,
       adminToken: stack.adminToken,
@@ -351,6 +363,7 @@ describe('fuzzing the HTTP API', () => {
       memory: memory.body.id,
       victimTenant: victim.tenantId,
       victimKey: victimKey.body.id,
+      server: server.body.id,
     };
   });
   afterAll(async () => {
@@ -423,7 +436,7 @@ describe('fuzzing the HTTP API', () => {
   it('refuses unstorable text, overlong strings and wrong types in every field of every route, naming the field', async () => {
     const routes = routeCatalogue(stack.gatewayApp);
     const cases = fuzzCases(routes, {
-      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey },
+      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey, server: fixtures.server },
       tenantKey: fixtures.tenant.apiKey,
       adminToken: fixtures.adminToken,
       maxStringChars: stack.config.RUNBOX_MAX_JSON_STRING_CHARS,

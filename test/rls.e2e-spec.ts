@@ -64,6 +64,13 @@ describe('row-level security', () => {
         `INSERT INTO rag_chunks (tenant_id, session_id, document_id, path, start_line, end_line, content, search) VALUES ($1, $2, $3, 'a.txt', 1, 1, 'x', to_tsvector('simple', 'x'))`,
         [t.tenantId, run.body.session_id, doc],
       );
+      const server = `srv_${t.tenantId.slice(4, 20)}`;
+      await queryDatabase(
+        stack.db.url,
+        `INSERT INTO servers (id, tenant_id, name, host, port, username, auth_type, credentials) VALUES ($1, $2, 'rls-box', 'example.com', 22, 'u', 'password', 'v1.0.0.0.0')`,
+        [server, t.tenantId],
+      );
+      await queryDatabase(stack.db.url, `INSERT INTO session_ssh_backends (session_id, tenant_id, server_id) VALUES ($1, $2, $3)`, [run.body.session_id, t.tenantId, server]);
     }
   });
   afterAll(() => stack?.stop());
@@ -107,7 +114,7 @@ describe('row-level security', () => {
     }
     expect(problems).toEqual([]);
     expect(all.map((t) => t.table)).toEqual(
-      expect.arrayContaining(['api_keys', 'memories', 'messages', 'rag_chunks', 'rag_documents', 'run_events', 'runs', 'sandboxes', 'sessions', 'skills', 'tenants', 'todos', 'tool_calls']),
+      expect.arrayContaining(['api_keys', 'memories', 'messages', 'rag_chunks', 'rag_documents', 'run_events', 'runs', 'sandboxes', 'servers', 'session_ssh_backends', 'sessions', 'skills', 'tenants', 'todos', 'tool_calls']),
     );
     console.log(`tables under forced row-level security: ${all.map((t) => t.table).join(', ')}`);
   });

@@ -15,7 +15,9 @@ describe('runs: tool selection and guardrails', () => {
 
   beforeAll(async () => {
     const modelUrl = await model.start();
-    stack = await new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1' } }).start();
+    // A credentials key makes vps_run available, so every registered tool is.
+    const credentialsKey = Buffer.alloc(32, 7).toString('base64');
+    stack = await new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_CREDENTIALS_KEY: credentialsKey } }).start();
     runs = new RunsClient(stack, (await stack.createTenant()).apiKey);
     catalogue = (await stack.request('GET', '/v1/tools', { key: runs.key })).body.data;
   });
@@ -42,7 +44,7 @@ describe('runs: tool selection and guardrails', () => {
 
   it('registers every tool Runbox ships, so the toolsets below are checked whole', () => {
     expect(catalogue.map((t) => t.name).sort()).toEqual(
-      ['delegate_task', 'edit_file', 'glob', 'grep', 'list_files', 'memory', 'rag_index', 'rag_search', 'read_file', 'session_search', 'skill', 'terminal', 'todo', 'write_file'],
+      ['delegate_task', 'edit_file', 'glob', 'grep', 'list_files', 'memory', 'rag_index', 'rag_search', 'read_file', 'session_search', 'skill', 'terminal', 'todo', 'vps_download', 'vps_run', 'vps_upload', 'write_file'],
     );
   });
 

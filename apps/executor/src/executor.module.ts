@@ -16,6 +16,8 @@ import { reapIntervalFor, SandboxJanitor } from './sandbox/sandbox-janitor';
 import { SandboxPool } from './sandbox/sandbox-pool';
 import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
+import { createVpsTransferHandler } from './ssh/vps-transfer.providers';
+import { VpsTransferHandler } from './ssh/vps-transfer.handler';
 import { ExecutorPingHandler } from './tools/executor-ping.handler';
 import { SessionReleaseHandler } from './tools/session-release.handler';
 import { ToolCallHandler } from './tools/tool-call.handler';
@@ -82,9 +84,14 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
         ),
     },
     {
+      provide: VpsTransferHandler,
+      inject: [RUNBOX_CONFIG, PrismaService, Docker, SandboxService, LOGGER],
+      useFactory: createVpsTransferHandler,
+    },
+    {
       provide: ToolCallHandler,
-      inject: [NATS_CLIENT, SandboxService, LOGGER],
-      useFactory: (n: NatsClient, s: SandboxService, l: Logger) => new ToolCallHandler(n, s, l),
+      inject: [NATS_CLIENT, SandboxService, LOGGER, VpsTransferHandler],
+      useFactory: (n: NatsClient, s: SandboxService, l: Logger, t: VpsTransferHandler) => new ToolCallHandler(n, s, l, t),
     },
     {
       provide: SessionReleaseHandler,

@@ -13,11 +13,14 @@ import { MetricsModule } from './metrics/metrics.module';
 import { RetrievalModule } from './rag/retrieval.module';
 import { RunControlService } from './runs/run-control.service';
 import { RunsModule } from './runs/runs.module';
+import { ServersModule } from './servers/servers.module';
+import { SshSessionBackends } from './servers/ssh-session-backends';
 import { SessionRunsCanceller } from './sessions/session-runs-canceller';
 import { SessionsModule } from './sessions/sessions.module';
 import { SkillsModule } from './skills/skills.module';
 import { TenancyModule } from './tenants/tenancy.module';
 import { TodosModule } from './todos/todos.module';
+import { SESSION_TOOL_ROUTER } from './tools/session-tool-router';
 import { ToolsModule } from './tools/tools.module';
 
 /** Connections every feature shares: the database, NATS and the logger. */
@@ -58,13 +61,17 @@ class InfrastructureModule implements OnApplicationShutdown {
 /**
  * Ports a feature declares for a feature that builds on it, bound where both are known.
  * Deleting a session cancels its runs, but runs build on sessions, so SessionsService asks
- * for a SessionRunsCanceller and gets the runs feature's RunControlService.
+ * for a SessionRunsCanceller and gets the runs feature's RunControlService. The tool router
+ * sends the calls of a session bound to a saved SSH server to that server's backend.
  */
 @Global()
 @Module({
-  imports: [RunsModule],
-  providers: [{ provide: SessionRunsCanceller, useExisting: RunControlService }],
-  exports: [SessionRunsCanceller],
+  imports: [RunsModule, ServersModule],
+  providers: [
+    { provide: SessionRunsCanceller, useExisting: RunControlService },
+    { provide: SESSION_TOOL_ROUTER, useExisting: SshSessionBackends },
+  ],
+  exports: [SessionRunsCanceller, SESSION_TOOL_ROUTER],
 })
 class FeatureBindingsModule {}
 
@@ -73,6 +80,7 @@ const FEATURES = [
   AdminModule,
   ToolsModule,
   SessionsModule,
+  ServersModule,
   RunsModule,
   DelegationModule,
   MemoryModule,

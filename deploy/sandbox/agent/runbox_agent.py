@@ -174,6 +174,10 @@ if __name__ == "__main__":
         serve()
     elif cmd == "attach":
         attach()
+    elif cmd in ("transfer-read", "transfer-write"):
+        # One streamed file transfer in its own exec (runbox_tools/transfer.py).
+        from runbox_tools.transfer import main as transfer_main
+        sys.exit(transfer_main(sys.argv[1:]))
     else:
-        sys.stderr.write("usage: runbox_agent.py serve|attach\n")
+        sys.stderr.write("usage: runbox_agent.py serve|attach|transfer-read|transfer-write\n")
         sys.exit(2)

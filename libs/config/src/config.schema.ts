@@ -5,6 +5,17 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+const credentialsKey = z
+  .string()
+  .refine((v) => Buffer.from(v, 'base64').length === 32, 'a key is 32 random bytes in base64 (openssl rand -base64 32)');
+/** A comma-separated list; unset or empty is undefined (read it with `?? []`). */
+const commaList = z
+  .string()
+  .optional()
+  .transform((v) => {
+    const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    return items.length ? items : undefined;
+  });
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])
   .optional()
@@ -98,6 +109,12 @@ export const configSchema = z.object({
   RUNBOX_MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),
   /** Longest string (key or value) a JSON body may hold, in characters. */
   RUNBOX_MAX_JSON_STRING_CHARS: z.coerce.number().int().positive().default(524_288),
+  /** Seals saved servers' credentials (AES-256-GCM). Unset: the servers API and vps_* tools are off. */
+  RUNBOX_CREDENTIALS_KEY: optionalString.pipe(credentialsKey.optional()),
+  /** Older keys, comma-separated, that still open credentials during a rotation (docs/servers.md). */
+  RUNBOX_CREDENTIALS_PREVIOUS_KEYS: commaList.pipe(z.array(credentialsKey).optional()),
+  /** `host:port` entries (port may be `*`) outbound tools may reach although they are private. */
+  RUNBOX_ALLOW_PRIVATE_HOSTS: commaList,
 });
 
 export type RunboxConfig = z.infer<typeof configSchema>;
@@ -114,5 +131,5 @@ export function configSecrets(config: RunboxConfig): string[] {
       return '';
     }
   });
-  return [config.RUNBOX_ADMIN_TOKEN, config.RUNBOX_MODEL_API_KEY, ...passwords].filter((s): s is string => !!s);
+  return [config.RUNBOX_ADMIN_TOKEN, config.RUNBOX_MODEL_API_KEY, config.RUNBOX_CREDENTIALS_KEY, ...(config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS ?? []), ...passwords].filter((s): s is string => !!s);
 }

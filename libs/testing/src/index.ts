@@ -4,3 +4,4 @@ export * from './scripted-model';
 export * from './test-docker';
 export * from './test-services';
 export * from './toolsets';
+export * from './test-sshd';

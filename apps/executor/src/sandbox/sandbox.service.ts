@@ -105,6 +105,22 @@ export class SandboxService {
   }
 
   /**
+   * Runs `work` with the session's container (made if needed), counted as in use so the
+   * reaper leaves it alone meanwhile: for transfers that stream through an exec of their own.
+   */
+  async withContainer<T>(target: CallTarget, work: (containerId: string) => Promise<T>): Promise<T> {
+    const sandbox = await this.acquire(target);
+    if (!sandbox.ref.containerId) throw new BackendMismatchError(`the ${target.backend} backend has no container to transfer files through`);
+    sandbox.inFlight++;
+    try {
+      return await work(sandbox.ref.containerId);
+    } finally {
+      sandbox.inFlight--;
+      sandbox.lastUsed = this.now();
+    }
+  }
+
+  /**
    * Stops a call: the agent kills it if it runs, or refuses it if it arrives later. A call
    * still waiting for its sandbox (being created, or the channel attaching) is refused here
    * before it is sent. Never creates a sandbox. True when a sandbox of this executor was told.

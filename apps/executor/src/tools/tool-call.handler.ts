@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, ProtocolViolationError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
+import { isVpsTransferTool, VpsTransferHandler } from '../ssh/vps-transfer.handler';
 import {
   BackendDisabledError,
   BackendMismatchError,
@@ -33,6 +34,7 @@ export class ToolCallHandler {
     private readonly nats: NatsClient,
     private readonly sandboxes: SandboxService,
     private readonly logger: Logger,
+    private readonly transfers?: VpsTransferHandler,
   ) {}
 
   listen(): void {
@@ -49,12 +51,15 @@ export class ToolCallHandler {
     const executor_id = this.sandboxes.executorId;
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
     const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
-    if (!SANDBOX_OPS.has(req.tool)) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
+    const transfer = isVpsTransferTool(req.tool) && this.transfers;
+    if (!SANDBOX_OPS.has(req.tool) && !transfer) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);
     if (!this.sandboxes.supports(req.backend)) return fail('backend_disabled', refusal(req.backend));
     try {
       const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req) };
       const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
-      const result = await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
+      const result = transfer
+        ? await transfer.handle(target, req.tool as Parameters<VpsTransferHandler['handle']>[1], args, req.timeout_ms)
+        : await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
       return { ok: true, executor_id, result };
     } catch (err) {
       if (err instanceof SessionNotFoundError) return fail('not_found', err.message);

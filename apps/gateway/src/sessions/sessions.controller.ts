@@ -4,10 +4,12 @@ import { ApiKeyGuard } from '../auth/api-key.guard';
 import { metadataSchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
 import { PathId, ValidBody, ValidParam, ValidQuery } from '../common/validation/request-parts';
+import { sessionBackendSchema } from '../servers/servers.schemas';
+import { SshSessionBackends } from '../servers/ssh-session-backends';
 import { MessageView, SessionView } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 
-const createSessionSchema = z.object({ metadata: metadataSchema.optional() }).strict();
+const createSessionSchema = z.object({ metadata: metadataSchema.optional(), backend: sessionBackendSchema.optional() }).strict();
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
 /** `include_children=true` adds the messages of sub-runs (delegate_task), each marked by its run_id. */
 const messagesQuerySchema = z.object({ include_children: z.enum(['true', 'false']).optional() }).strict();
@@ -16,17 +18,25 @@ const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name'
 @Controller('v1/sessions')
 @UseGuards(ApiKeyGuard)
 export class SessionsController {
-  constructor(private readonly sessions: SessionsService) {}
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly sshBackends: SshSessionBackends,
+  ) {}
 
   @Post()
   async create(@TenantId() tenantId: string, @ValidBody(createSessionSchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createSessionSchema>) {
+    const server = input.backend ? await this.sshBackends.resolveForNewSession(tenantId, input.backend.server) : undefined;
     const session = await this.sessions.create(tenantId, input.metadata ?? {});
-    return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString() };
+    if (server) await this.sshBackends.bind(tenantId, session.id, server);
+    const backend = server ? { backend: { type: 'ssh', server: server.name } } : {};
+    return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString(), ...backend };
   }
 
   @Get(':id')
   async get(@TenantId() tenantId: string, @PathId('session') sessionId: string) {
-    return sessionJson(await this.sessions.get(tenantId, sessionId));
+    const session = await this.sessions.get(tenantId, sessionId);
+    const backend = await this.sshBackends.describe(tenantId, session.id);
+    return { ...sessionJson(session), ...(backend ? { backend } : {}) };
   }
 
   @Delete(':id')

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ServersModule } from '../servers/servers.module';
 import { TenancyModule } from '../tenants/tenancy.module';
 import { ToolsModule } from '../tools/tools.module';
 import { SessionsController } from './sessions.controller';
@@ -10,7 +11,7 @@ import { SessionsService } from './sessions.service';
  * Deleting one cancels its runs through SessionRunsCanceller, which the gateway module binds.
  */
 @Module({
-  imports: [TenancyModule, ToolsModule],
+  imports: [TenancyModule, ToolsModule, ServersModule],
   controllers: [SessionsController],
   providers: [SessionsRepository, SessionsService],
   exports: [SessionsRepository],

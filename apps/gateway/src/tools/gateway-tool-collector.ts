@@ -1,11 +1,12 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { GATEWAY_TOOLS, GatewayTool } from './gateway-tool';
+import { GATEWAY_TOOLS, GatewayTool, SANDBOX_TOOLS } from './gateway-tool';
+import { ToolDefinition } from './tool-definition';
 import { ToolRegistry } from './tool-registry';
 
 /**
  * Registers the gateway tools every feature module contributes under GATEWAY_TOOLS (see
- * gatewayToolProviders). Nest has no multi-providers, and one tool needs what needs the
+ * gatewayToolProviders), and the sandbox tools contributed under SANDBOX_TOOLS. Nest has no multi-providers, and one tool needs what needs the
  * registry (delegate_task drives sub-runs through the run loop, which reads the registry),
  * so the registry does not take the tools in its constructor: they are collected here once
  * every provider is built, before the application starts taking runs or requests.
@@ -19,8 +20,8 @@ export class GatewayToolCollector implements OnModuleInit {
 
   onModuleInit(): void {
     for (const wrapper of this.discovery.getProviders()) {
-      if (wrapper.token !== GATEWAY_TOOLS) continue;
-      for (const tool of wrapper.instance as GatewayTool[]) this.registry.registerGatewayTool(tool);
+      if (wrapper.token === GATEWAY_TOOLS) for (const tool of wrapper.instance as GatewayTool[]) this.registry.registerGatewayTool(tool);
+      if (wrapper.token === SANDBOX_TOOLS) for (const definition of wrapper.instance as ToolDefinition[]) this.registry.register(definition);
     }
   }
 }

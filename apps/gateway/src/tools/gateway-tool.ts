@@ -33,6 +33,17 @@ export function gatewayToolProviders(...tools: Array<Type<GatewayTool>>): Provid
   return [...tools, { provide: GATEWAY_TOOLS, inject: tools, useFactory: (...instances: GatewayTool[]) => instances }];
 }
 
+/**
+ * Tools a feature module adds that run where the session's workspace is (sent to the
+ * executor like the file tools), contributed as definitions only; GatewayToolCollector
+ * registers them with the catalogue.
+ */
+export const SANDBOX_TOOLS = Symbol('SANDBOX_TOOLS');
+
+export function sandboxToolProviders(...definitions: ToolDefinition[]): Provider[] {
+  return [{ provide: SANDBOX_TOOLS, useValue: definitions }];
+}
+
 export function toolOutput(output: string, metadata: Record<string, unknown> = {}): GatewayToolResult {
   return { output, metadata, is_error: false };
 }

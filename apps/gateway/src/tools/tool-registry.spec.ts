@@ -5,6 +5,8 @@ import { SessionSearchTool } from '../history/session-search.tool';
 import { MemoryTool } from '../memory/memory.tool';
 import { RagIndexTool } from '../rag/rag-index.tool';
 import { RagSearchTool } from '../rag/rag-search.tool';
+import { VpsRunTool } from '../servers/vps-run.tool';
+import { VPS_DOWNLOAD_TOOL, VPS_UPLOAD_TOOL } from '../servers/vps-transfer-tools';
 import { SkillTool } from '../skills/skill.tool';
 import { TodoTool } from '../todos/todo.tool';
 import { GatewayTool } from './gateway-tool';
@@ -28,11 +30,14 @@ const IMPLEMENTED = [
   'skill',
   'terminal',
   'todo',
+  'vps_download',
+  'vps_run',
+  'vps_upload',
   'write_file',
 ];
 
 /** Catalogue tools not implemented yet; the toolsets offer what remains. */
-const NOT_IMPLEMENTED = ['browser', 'vps_download', 'vps_run', 'vps_upload', 'web_fetch', 'web_search'];
+const NOT_IMPLEMENTED = ['browser', 'web_fetch', 'web_search'];
 
 /** The registry as the gateway builds it: file tools and terminal, every gateway-side tool, delegate_task. */
 function productionRegistry(): ToolRegistry {
@@ -46,8 +51,11 @@ function productionRegistry(): ToolRegistry {
     new TodoTool(unused),
     new SkillTool(unused),
     new DelegateTaskTool(unused as SubRuns, unused),
+    new VpsRunTool(unused),
   ];
-  return new ToolRegistry(gatewayTools);
+  const registry = new ToolRegistry(gatewayTools);
+  for (const definition of [VPS_UPLOAD_TOOL, VPS_DOWNLOAD_TOOL]) registry.register(definition);
+  return registry;
 }
 
 describe('ToolRegistry toolsets', () => {
@@ -69,6 +77,8 @@ describe('ToolRegistry toolsets', () => {
     expect(registry.toolset('default')).toEqual([...union].sort());
     // rag_index is in no named toolset: only `all` offers it.
     expect(registry.toolset('default')).not.toContain('rag_index');
+    // Nor are the vps_* tools (seed 000): they act on the tenant's own servers.
+    for (const vps of ['vps_run', 'vps_upload', 'vps_download']) expect(registry.toolset('default')).not.toContain(vps);
     expect(registry.toolset('all')).toEqual([...IMPLEMENTED].sort());
   });
 });

@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { toStorableText } from '../common/storable-text';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
+import { SESSION_TOOL_ROUTER, SessionToolRouter } from './session-tool-router';
 import { ToolRegistry } from './tool-registry';
 import { applyOutputBudget, enforceOutputBudget } from './output-budget';
 import { toolTimeLimitSeconds } from './tool-time-limit';
@@ -51,6 +52,7 @@ export class ToolRouter {
   constructor(
     private readonly registry: ToolRegistry,
     private readonly executor: ExecutorClient,
+    @Optional() @Inject(SESSION_TOOL_ROUTER) private readonly sessionRouter?: SessionToolRouter,
   ) {}
 
   /** Validates arguments; throws InvalidToolArgumentsError naming each bad field. */
@@ -72,6 +74,9 @@ export class ToolRouter {
     const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     const timeoutSeconds = toolTimeLimitSeconds(name, tool, args, ctx.timeouts);
     if (tool.runsIn === 'gateway') return this.executeInGateway(ctx, name, args, maxOutputChars, timeoutSeconds);
+    const routed = await this.sessionRouter?.route({ tenantId: ctx.tenantId, sessionId: ctx.sessionId, tool: name, args, timeoutSeconds, maxOutputChars });
+    // A remote server's output: the budget is applied here, where the result is produced.
+    if (routed) return { ...routed, output: toStorableText(applyOutputBudget(routed.output, maxOutputChars)) };
     let reply;
     try {
       reply = await this.executor.callTool(

@@ -1,0 +1,28 @@
+/**
+ * Re-seals saved servers' credentials with RUNBOX_CREDENTIALS_KEY, opening what older keys
+ * sealed with RUNBOX_CREDENTIALS_PREVIOUS_KEYS (docs/servers.md, rotating the key).
+ *   node dist/apps/gateway/apps/gateway/src/cli/rotate-credentials.js
+ */
+import 'reflect-metadata';
+import { loadConfig } from '@app/config';
+import { PrismaService } from '@app/persistence';
+import { CredentialCipher } from '@app/ssh';
+import { rotateCredentials } from '../servers/credential-rotation';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.RUNBOX_CREDENTIALS_KEY) throw new Error('RUNBOX_CREDENTIALS_KEY is not set: it is the key to re-seal with');
+  const cipher = new CredentialCipher(config.RUNBOX_CREDENTIALS_KEY, config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS);
+  const db = new PrismaService({ url: config.DATABASE_URL, systemUrl: config.SYSTEM_DATABASE_URL });
+  try {
+    const report = await rotateCredentials(db, cipher);
+    process.stdout.write(`re-sealed ${report.resealed}, already current ${report.current}, changed meanwhile ${report.skipped} (key ${cipher.currentKeyId})\n`);
+  } finally {
+    await db.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`could not rotate the credentials key: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
