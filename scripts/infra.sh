@@ -26,6 +26,9 @@ ensure_packages() {
   have pg_ctlcluster || missing+=(postgresql)
   have nats-server || missing+=(nats-server)
   have dockerd || missing+=(docker.io)
+  # The browser tool drives Debian's Chromium (playwright's own browser download needs a
+  # host that is not reachable from every install).
+  have chromium || missing+=(chromium)
   # debootstrap is not needed up front: deploy/sandbox/build.sh installs it only when no
   # container registry answers and it has to build the sandbox base itself.
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

@@ -2,6 +2,8 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Use
 import { AdminGuard } from '../auth/admin.guard';
 import { pathId } from '../common/ids';
 import { validate } from '../common/validate';
+import { DomainRules } from '@app/egress';
+import { EgressRulesRepository } from '../web/egress-rules.repository';
 import { ApiKeyView, TenantView } from './tenants.repository';
 import { createApiKeySchema, createTenantSchema, noQuerySchema, updateTenantSchema } from './tenants.schemas';
 import { TenantsService } from './tenants.service';
@@ -9,7 +11,10 @@ import { TenantsService } from './tenants.service';
 @Controller('v1/admin')
 @UseGuards(AdminGuard)
 export class AdminController {
-  constructor(private readonly tenants: TenantsService) {}
+  constructor(
+    private readonly tenants: TenantsService,
+    private readonly egress: EgressRulesRepository,
+  ) {}
 
   @Post('tenants')
   async createTenant(@Body() body: unknown, @Query() query: unknown) {
@@ -21,16 +26,22 @@ export class AdminController {
   @Get('tenants/:id')
   async getTenant(@Param('id') id: string, @Query() query: unknown) {
     validate(noQuerySchema, query, 'query');
-    return tenantJson(await this.tenants.get(pathId('tenant', id)));
+    const tenant = await this.tenants.get(pathId('tenant', id));
+    return tenantJson(tenant, await this.egress.get(tenant.id));
   }
 
-  /** Changes limits; they apply to the next session, run or sandbox the tenant creates. */
+  /**
+   * Changes limits (they apply to the next session, run or sandbox the tenant creates) and
+   * egress rules (`egress` replaces both lists; they apply to the next outbound request).
+   */
   @Patch('tenants/:id')
   async updateTenant(@Param('id') id: string, @Body() body: unknown, @Query() query: unknown) {
     validate(noQuerySchema, query, 'query');
     const tenantId = pathId('tenant', id);
     const input = validate(updateTenantSchema, body, 'body');
-    return tenantJson(await this.tenants.updateLimits(tenantId, input.limits));
+    const tenant = input.limits ? await this.tenants.updateLimits(tenantId, input.limits) : await this.tenants.get(tenantId);
+    const egress = input.egress ? await this.egress.set(tenantId, input.egress) : await this.egress.get(tenantId);
+    return tenantJson(tenant, egress);
   }
 
   @Get('tenants/:id/api_keys')
@@ -57,8 +68,8 @@ export class AdminController {
   }
 }
 
-function tenantJson(t: TenantView) {
-  return { id: t.id, name: t.name, limits: t.limits, created_at: t.createdAt.toISOString() };
+function tenantJson(t: TenantView, egress?: DomainRules) {
+  return { id: t.id, name: t.name, limits: t.limits, ...(egress ? { egress } : {}), created_at: t.createdAt.toISOString() };
 }
 
 function apiKeyJson(k: ApiKeyView) {

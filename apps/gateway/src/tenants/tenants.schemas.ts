@@ -1,3 +1,4 @@
+import { domainRulesSchema } from '@app/egress';
 import { z } from 'zod';
 import { tenantLimitsPatchSchema, tenantLimitsSchema } from '../quotas/tenant-limits';
 
@@ -10,7 +11,10 @@ export const createTenantSchema = z
   })
   .strict();
 
-export const updateTenantSchema = z.object({ limits: tenantLimitsPatchSchema }).strict();
+export const updateTenantSchema = z
+  .object({ limits: tenantLimitsPatchSchema.optional(), egress: domainRulesSchema.optional() })
+  .strict()
+  .refine((b) => b.limits !== undefined || b.egress !== undefined, 'give limits, egress or both');
 
 export const createApiKeySchema = z.object({ name: z.string().trim().min(1).max(100).optional() }).strict();
 

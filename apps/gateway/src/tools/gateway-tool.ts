@@ -20,6 +20,13 @@ export type GatewayToolResult = ToolResult & { executorId?: string };
 export interface GatewayTool {
   readonly definition: ToolDefinition & { runsIn: 'gateway' };
   execute(ctx: GatewayToolContext, args: Record<string, unknown>): Promise<GatewayToolResult>;
+  /** Whether this deployment can run the tool (web_search needs a provider), and if not, why. */
+  availability?(): ToolAvailability;
+}
+
+export interface ToolAvailability {
+  available: boolean;
+  reason?: string;
 }
 
 /** Nest token for the list of gateway tools the ToolRegistry registers. */

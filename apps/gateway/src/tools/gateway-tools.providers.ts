@@ -17,11 +17,12 @@ import { SkillsRepository } from '../skills/skills.repository';
 import { TodoTool } from '../todos/todo.tool';
 import { TodosController } from '../todos/todos.controller';
 import { TodosRepository } from '../todos/todos.repository';
+import { WEB_PROVIDERS, WEB_TOOLS } from '../web/web.module';
 import { GATEWAY_TOOLS, GatewayTool } from './gateway-tool';
 import { SandboxFiles } from './sandbox-files';
 
 /** Tools that run in the gateway; the ToolRegistry registers each beside its definition. */
-const TOOLS: Array<Type<GatewayTool>> = [MemoryTool, SessionSearchTool, RagIndexTool, RagSearchTool, TodoTool, SkillTool];
+const TOOLS: Array<Type<GatewayTool>> = [MemoryTool, SessionSearchTool, RagIndexTool, RagSearchTool, TodoTool, SkillTool, ...WEB_TOOLS];
 
 /** Everything the gateway-side tools need, for the gateway module's providers. */
 export const GATEWAY_TOOL_PROVIDERS: Provider[] = [
@@ -35,6 +36,7 @@ export const GATEWAY_TOOL_PROVIDERS: Provider[] = [
   RagSearchService,
   TodosRepository,
   SkillsRepository,
+  ...WEB_PROVIDERS,
   ...TOOLS,
   { provide: GATEWAY_TOOLS, inject: TOOLS, useFactory: (...tools: GatewayTool[]) => tools },
 ];

@@ -7,6 +7,10 @@ import { RagIndexTool } from '../rag/rag-index.tool';
 import { RagSearchTool } from '../rag/rag-search.tool';
 import { SkillTool } from '../skills/skill.tool';
 import { TodoTool } from '../todos/todo.tool';
+import { BrowserTool } from '../web/browser/browser.tool';
+import { WebFetchTool } from '../web/web-fetch.tool';
+import { WebSearchTool } from '../web/web-search.tool';
+import { loadConfig } from '@app/config';
 import { GatewayTool } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
 
@@ -28,11 +32,14 @@ const IMPLEMENTED = [
   'skill',
   'terminal',
   'todo',
+  'web_fetch',
+  'web_search',
+  'browser',
   'write_file',
 ];
 
 /** Catalogue tools not implemented yet; the toolsets offer what remains. */
-const NOT_IMPLEMENTED = ['browser', 'vps_download', 'vps_run', 'vps_upload', 'web_fetch', 'web_search'];
+const NOT_IMPLEMENTED = ['vps_download', 'vps_run', 'vps_upload'];
 
 /** The registry as the gateway builds it: file tools and terminal, every gateway-side tool, delegate_task. */
 function productionRegistry(): ToolRegistry {
@@ -45,6 +52,9 @@ function productionRegistry(): ToolRegistry {
     new RagSearchTool(unused, unused),
     new TodoTool(unused),
     new SkillTool(unused),
+    new WebFetchTool(unused, unused),
+    new WebSearchTool(loadConfig({}), unused),
+    new BrowserTool(unused, unused, unused),
   ];
   const registry = new ToolRegistry(gatewayTools);
   new DelegateTaskTool(registry, unused as SubRuns).onModuleInit();

@@ -1,0 +1,4 @@
+export * from './address-class';
+export * from './domain-rules';
+export * from './egress-guard';
+export * from './guarded-fetch';
