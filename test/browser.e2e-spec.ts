@@ -97,7 +97,7 @@ describe('browser', () => {
     const path = res.metadata.path as string;
     expect(path).toMatch(/^\.runbox\/browser\/screenshot-.*\.png$/);
     const read = await callTool(stack, a.apiKey, sessionA, 'read_file', { path });
-    expect(read.metadata).toMatchObject({ kind: 'image', format: 'png', size_bytes: res.metadata.size_bytes });
+    expect(read.metadata).toMatchObject({ kind: 'image', format: 'PNG', size_bytes: res.metadata.size_bytes });
     // The other tenant's workspace does not have it.
     const other = await callTool(stack, b.apiKey, sessionB, 'read_file', { path });
     expect(other.is_error).toBe(true);

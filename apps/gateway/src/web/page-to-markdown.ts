@@ -33,6 +33,11 @@ export function htmlToMarkdown(html: string, url: string): ReadablePage {
   return { title, markdown: tidy(turndown.turndown(body?.innerHTML ?? '')), article: false };
 }
 
+/** Blank-line runs collapsed; Turndown's `-   item` becomes `- item` outside code blocks. */
 function tidy(markdown: string): string {
-  return markdown.replace(/\n{3,}/g, '\n\n').trim();
+  return markdown
+    .split(/(^```[^\n]*\n[\s\S]*?^```$)/m)
+    .map((part, i) => (i % 2 === 1 ? part : part.replace(/^(\s*)([-*]|\d+\.) {2,}/gm, '$1$2 ').replace(/\n{3,}/g, '\n\n')))
+    .join('')
+    .trim();
 }

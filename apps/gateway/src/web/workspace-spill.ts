@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { SandboxFileReader } from '../tools/sandbox-files';
 
 /** Room kept for the footer that says where the rest is. */
-const FOOTER_ROOM = 400;
+const FOOTER_ROOM = 500;
+/** How far into a file read_file reaches (the sandbox agent's READ_CAP_BYTES). */
+const READ_FILE_REACH_BYTES = 400 * 1024;
 
 /** Where a long text of `url` goes in the workspace: `.runbox/web/<host>-<hash>.<ext>`. */
 export function spillPath(url: string, ext: string, salt = ''): string {
@@ -44,6 +46,7 @@ export async function fitOrSpill(files: SandboxFileReader, text: string, budget:
   const nextOffset = count > 0 ? count + 1 : 1;
   const footer =
     `\n\n… ${text.length - head.length} more characters. The whole page (${text.length} characters, ${lines.length} lines) ` +
-    `is in ${written.path}: read_file path="${written.path}" offset=${nextOffset} continues where this stops.`;
+    `is in ${written.path}: read_file path="${written.path}" offset=${nextOffset} continues where this stops.` +
+    (Buffer.byteLength(text) > READ_FILE_REACH_BYTES ? ' read_file reaches its first 400 KB; grep finds text in the rest.' : '');
   return { spilled: true, output: head + footer, path: written.path, totalChars: text.length, totalLines: lines.length, nextOffset };
 }
