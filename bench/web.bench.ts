@@ -13,10 +13,12 @@
  * It starts its own stack (database, NATS, gateway and executor processes) and a page server
  * on loopback, and removes all of it at the end.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '@app/config';
 import { NO_DOMAIN_RULES } from '@app/egress';
 import pino from 'pino';
@@ -53,7 +55,7 @@ async function timeIt(n: number, work: () => Promise<unknown>): Promise<number[]
 
 /** A page of about 100 KB: some 25 KB of article inside navigation, scripts and styles. */
 function hundredKbPage(): string {
-  const noise = `<script>${'var x = 1;'.repeat(4_000)}</script><style>${'.c{color:red}'.repeat(2_500)}</style>`;
+  const noise = `<script>${'var x = 1;'.repeat(4_600)}</script><style>${'.c{color:red}'.repeat(2_500)}</style>`;
   return articlePage('Benchmark article', 90).replace('</body>', `${noise}</body>`);
 }
 
@@ -91,7 +93,8 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const allow = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const stack = new BenchStack({ RUNBOX_ALLOW_PRIVATE_HOSTS: allow });
+  const image = process.env.RUNBOX_SANDBOX_IMAGE ?? execFileSync(join(__dirname, '..', 'deploy/sandbox/build.sh'), { encoding: 'utf8' }).trim();
+  const stack = new BenchStack({ RUNBOX_ALLOW_PRIVATE_HOSTS: allow, RUNBOX_SANDBOX_IMAGE: image });
   try {
     await stack.start();
     const tenant = await stack.createTenant('bench-web');
