@@ -1,7 +1,37 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { ScriptedModelServer } from '@app/testing';
 import { TenantCredentials, TestStack } from './support/test-stack';
 import { callTool, CompletedToolCall } from './support/tool-runs';
 import { WebFixtureServer } from './support/web-fixture-server';
+
+/** The Chromium this test process launched (the gateway runs in it): its main process. */
+function chromiumPid(): number {
+  const pids = readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number);
+  const ours = pids.filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--proxy-server=http://127.0.0.1:9');
+    } catch {
+      return false;
+    }
+  });
+  if (ours.length !== 1) throw new Error(`expected one Chromium started by this process, found ${ours.length}`);
+  return ours[0];
+}
+
+/** Resolves once the process has exited and been reaped (bounded). */
+async function processGone(pid: number): Promise<void> {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`process ${pid} is still there`);
+}
 
 /**
  * The browser tool in a real headless Chromium, every request of its pages routed through
@@ -109,6 +139,21 @@ describe('browser', () => {
     const tabs = await browse(a, sessionA, { action: 'tabs' });
     expect(tabs.output).toMatch(/^Open tabs:\n1\. .* \(current\)$/);
     expect((await browse(a, sessionA, { action: 'tabs', tab: 5 })).is_error).toBe(true);
+  });
+
+  it('relaunches a Chromium that died on the next call, and tells the session what it lost', async () => {
+    const pid = chromiumPid();
+    process.kill(pid, 'SIGKILL');
+    await processGone(pid);
+    const res = await browse(a, sessionA, { action: 'tabs' });
+    expect(res.is_error).toBe(false);
+    expect(res.output).toContain("the browser had stopped and was restarted; this session's earlier tabs and cookies are gone");
+    expect(res.metadata.restarted).toBe(true);
+    // The cookie went with the old context; the next call has no note.
+    const shown = await browse(a, sessionA, { action: 'navigate', url: `${web.origin}/cookie/show` });
+    expect(shown.output).toContain('cookie: [none]');
+    expect(shown.metadata.restarted).toBeUndefined();
+    expect(chromiumPid()).not.toBe(pid);
   });
 
   it('answers a bad ref or a missing argument with an error the model can act on', async () => {

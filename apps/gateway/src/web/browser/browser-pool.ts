@@ -62,6 +62,7 @@ export class BrowserPool implements OnModuleDestroy {
   /** The session's context, made on first use; `restarted` when a crash ended the one it had. */
   async session(tenantId: string, sessionId: string): Promise<{ session: BrowserSession; restarted: boolean }> {
     const key = `${tenantId}/${sessionId}`;
+    await this.dropIfDead();
     const restarted = this.lostInCrash.delete(key);
     let pending = this.sessions.get(key);
     if (!pending) {
@@ -101,25 +102,46 @@ export class BrowserPool implements OnModuleDestroy {
   }
 
   private launch(): Promise<Browser> {
-    if (!this.executable) return Promise.reject(new Error(this.availability().available ? 'no browser' : 'no Chromium found'));
+    if (!this.executable) return Promise.reject(new Error('no Chromium found'));
     if (!this.browser) {
       const starting = chromium.launch({ executablePath: this.executable, headless: true, args: CHROMIUM_ARGS, chromiumSandbox: false });
       this.browser = starting;
       starting.then(
-        (browser) =>
-          browser.on('disconnected', () => {
-            if (this.browser !== starting) return;
-            this.logger.warn({ contexts: this.sessions.size }, 'Chromium exited; it is relaunched on the next browser call');
-            this.browser = null;
-            for (const key of this.sessions.keys()) this.lostInCrash.add(key);
-            this.sessions.clear();
-          }),
+        (browser) => browser.on('disconnected', () => this.forget(starting)),
         () => {
           if (this.browser === starting) this.browser = null;
         },
       );
     }
     return this.browser;
+  }
+
+  /**
+   * A round trip to Chromium before each call: the 'disconnected' event may not have arrived
+   * yet when the process has already died, and a call must not land on a dead context.
+   */
+  private async dropIfDead(): Promise<void> {
+    const current = this.browser;
+    const browser = current && (await current.catch(() => null));
+    if (!current || !browser) return;
+    const alive = await browser
+      .newBrowserCDPSession()
+      .then(async (cdp) => {
+        await cdp.send('Browser.getVersion');
+        await cdp.detach().catch(() => undefined);
+        return true;
+      })
+      .catch(() => false);
+    if (!alive) this.forget(current);
+  }
+
+  /** The browser is gone: its sessions' next calls start fresh, told what was lost. */
+  private forget(which: Promise<Browser>): void {
+    if (this.browser !== which) return;
+    this.logger.warn({ contexts: this.sessions.size }, 'Chromium exited; it is relaunched on the next browser call');
+    this.browser = null;
+    for (const key of this.sessions.keys()) this.lostInCrash.add(key);
+    this.sessions.clear();
   }
 
   private async closeIdle(): Promise<void> {
