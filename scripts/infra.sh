@@ -31,6 +31,9 @@ ensure_packages() {
   # losetup: the tests look at the loop devices behind workspace disks (the executor itself
   # needs nothing on the host; the engine's helper containers do the work).
   have losetup || missing+=(mount)
+  # The browser tool drives Debian's Chromium (playwright's own browser download needs a
+  # host that is not reachable from every install).
+  have chromium || missing+=(chromium)
   # debootstrap is not needed up front: deploy/sandbox/build.sh installs it only when no
   # container registry answers and it has to build the sandbox base itself.
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"

@@ -51,6 +51,8 @@ describe('row-level security', () => {
       const tool = (name: string, args: Record<string, unknown>) =>
         stack.request('POST', `/v1/sessions/${run.body.session_id}/tools/${name}`, { key: t.apiKey, body: { arguments: args } });
       expect((await stack.request('POST', '/v1/memory', { key: t.apiKey, body: { content: `fact of ${t.tenantId}` } })).status).toBe(201);
+      const egress = { allow: [], deny: [`${t.tenantId.slice(4, 12).toLowerCase()}.example`] };
+      expect((await stack.request('PATCH', `/v1/admin/tenants/${t.tenantId}`, { key: stack.adminToken, body: { egress } })).status).toBe(200);
       expect((await tool('todo', { action: 'add', items: ['one thing'] })).status).toBe(200);
       expect((await tool('skill', { action: 'write', name: 'rls-skill', content: 'how to test isolation' })).status).toBe(200);
       const doc = `doc_${t.tenantId.slice(4, 20)}`;
@@ -114,7 +116,7 @@ describe('row-level security', () => {
     }
     expect(problems).toEqual([]);
     expect(all.map((t) => t.table)).toEqual(
-      expect.arrayContaining(['api_keys', 'memories', 'messages', 'rag_chunks', 'rag_documents', 'run_events', 'runs', 'sandboxes', 'servers', 'session_ssh_backends', 'sessions', 'skills', 'tenants', 'todos', 'tool_calls']),
+      expect.arrayContaining(['api_keys', 'memories', 'messages', 'rag_chunks', 'rag_documents', 'run_events', 'runs', 'sandboxes', 'servers', 'session_ssh_backends', 'sessions', 'skills', 'tenant_egress_rules', 'tenants', 'todos', 'tool_calls']),
     );
     console.log(`tables under forced row-level security: ${all.map((t) => t.table).join(', ')}`);
   });

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { eventually, ScriptedModelServer } from '@app/testing';
 import { buildImages, ComposeProject } from './compose-stack';
 
@@ -11,6 +13,10 @@ interface HttpAnswer {
   status: number;
   body: Record<string, unknown> & { data?: Array<Record<string, unknown>> };
 }
+
+// Its own executor id: the workspace disk images (and the loop devices behind them) are kept
+// per executor id, so this run's are told apart from any other stack's.
+const executorId = `exec-compose-${randomBytes(4).toString('hex')}`;
 
 describe('the Compose stack', () => {
   const model = new ScriptedModelServer();
@@ -41,6 +47,7 @@ describe('the Compose stack', () => {
       RUNBOX_DB_APP_PASSWORD: randomBytes(12).toString('hex'),
       RUNBOX_DB_SYSTEM_PASSWORD: randomBytes(12).toString('hex'),
       RUNBOX_ADMIN_TOKEN: adminToken,
+      RUNBOX_EXECUTOR_ID: executorId,
       // Empty: Docker picks a free loopback port.
       RUNBOX_HTTP_BIND: '127.0.0.1',
       RUNBOX_HTTP_PORT: '',
@@ -89,6 +96,12 @@ describe('the Compose stack', () => {
     const sandboxes = await project.compose('exec', '-T', 'engine', 'docker', '-H', 'unix:///run/runbox-engine/docker.sock',
       'ps', '--filter', `label=runbox.session=${created.body.session_id}`, '--format', '{{.Image}}');
     expect(sandboxes).toBe('runbox-sandbox:current');
+
+    // Deleting the session gives back its size-limited workspace: the volume, and the loop
+    // device the engine mounted it from (a kernel object the host keeps until detached).
+    expect(await workspaceLoopDevices()).not.toEqual([]);
+    expect((await http('DELETE', `/v1/sessions/${created.body.session_id}`, apiKey)).status).toBe(204);
+    expect(await workspaceLoopDevices()).toEqual([]);
   });
 
   it("reports every long-running service healthy by its image's health check, the migration exited", async () => {
@@ -104,5 +117,12 @@ describe('the Compose stack', () => {
     await project.down();
     downed = true;
     expect(await project.leftovers()).toEqual({ containers: '', volumes: '', networks: '' });
+    expect(await workspaceLoopDevices()).toEqual([]);
   });
 });
+
+/** The host's loop devices backed by this stack's workspace images (`losetup -a` names the file). */
+async function workspaceLoopDevices(): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('losetup', ['-a']);
+  return stdout.split('\n').filter((line) => line.includes(`/${executorId}/`));
+}

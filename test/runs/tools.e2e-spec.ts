@@ -44,7 +44,7 @@ describe('runs: tool selection and guardrails', () => {
 
   it('registers every tool Runbox ships, so the toolsets below are checked whole', () => {
     expect(catalogue.map((t) => t.name).sort()).toEqual(
-      ['delegate_task', 'edit_file', 'glob', 'grep', 'list_files', 'memory', 'rag_index', 'rag_search', 'read_file', 'session_search', 'skill', 'terminal', 'todo', 'vps_download', 'vps_run', 'vps_upload', 'write_file'],
+      ['browser', 'delegate_task', 'edit_file', 'glob', 'grep', 'list_files', 'memory', 'rag_index', 'rag_search', 'read_file', 'session_search', 'skill', 'terminal', 'todo', 'vps_download', 'vps_run', 'vps_upload', 'web_fetch', 'web_search', 'write_file'],
     );
   });
 

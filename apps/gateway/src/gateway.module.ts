@@ -22,6 +22,7 @@ import { TenancyModule } from './tenants/tenancy.module';
 import { TodosModule } from './todos/todos.module';
 import { SESSION_TOOL_ROUTER } from './tools/session-tool-router';
 import { ToolsModule } from './tools/tools.module';
+import { WebModule } from './web/web.module';
 
 /** Connections every feature shares: the database, NATS and the logger. */
 @Global()
@@ -81,6 +82,7 @@ const FEATURES = [
   ToolsModule,
   SessionsModule,
   ServersModule,
+  WebModule,
   RunsModule,
   DelegationModule,
   MemoryModule,

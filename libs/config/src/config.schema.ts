@@ -71,6 +71,27 @@ export const configSchema = z.object({
   RUNBOX_EMBEDDINGS_MODEL: optionalString,
   RUNBOX_EMBEDDINGS_BASE_URL: optionalString.pipe(z.string().url().optional()),
   RUNBOX_EMBEDDINGS_API_KEY: optionalString,
+  /**
+   * Private hosts outbound tools may reach anyway (web_fetch, browser, ...): comma-separated
+   * `host:port` (port may be `*`; IPv6 as `[addr]:port`), matched against the URL's host and
+   * against the address it resolves to. For intranets and tests.
+   */
+  RUNBOX_ALLOW_PRIVATE_HOSTS: optionalString
+    .transform((v) => v?.split(',').map((s) => s.trim()).filter((s) => s !== ''))
+    .pipe(z.array(z.string().regex(/^(\[[^\]]+\]|[^:\s]+):(\d{1,5}|\*)$/, 'each entry must be host:port')).optional()),
+  /** web_search's provider; unset, web_search is not offered. */
+  RUNBOX_WEB_SEARCH_PROVIDER: z.enum(['searxng', 'brave', 'tavily', 'exa']).optional(),
+  /** The provider's endpoint, in place of its public one (SearXNG has none: set it). */
+  RUNBOX_WEB_SEARCH_URL: optionalString.pipe(z.string().url().optional()),
+  RUNBOX_WEB_SEARCH_API_KEY: optionalString,
+  /** Chromium for the browser tool; unset, the usual install paths are tried. */
+  RUNBOX_BROWSER_EXECUTABLE: optionalString,
+  /** A session's browser context is closed after this long without a browser call. */
+  RUNBOX_BROWSER_IDLE_SECONDS: z.coerce.number().int().positive().default(600),
+  /** Open tabs per session's browser context. */
+  RUNBOX_BROWSER_MAX_PAGES: z.coerce.number().int().min(1).max(100).default(8),
+  /** JavaScript heap a session's pages may use together; past it the context is closed. */
+  RUNBOX_BROWSER_MAX_HEAP_MB: z.coerce.number().int().positive().default(512),
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Append log lines to this file instead of stdout. */
@@ -113,8 +134,6 @@ export const configSchema = z.object({
   RUNBOX_CREDENTIALS_KEY: optionalString.pipe(credentialsKey.optional()),
   /** Older keys, comma-separated, that still open credentials during a rotation (docs/servers.md). */
   RUNBOX_CREDENTIALS_PREVIOUS_KEYS: commaList.pipe(z.array(credentialsKey).optional()),
-  /** `host:port` entries (port may be `*`) outbound tools may reach although they are private. */
-  RUNBOX_ALLOW_PRIVATE_HOSTS: commaList,
 });
 
 export type RunboxConfig = z.infer<typeof configSchema>;
@@ -131,5 +150,5 @@ export function configSecrets(config: RunboxConfig): string[] {
       return '';
     }
   });
-  return [config.RUNBOX_ADMIN_TOKEN, config.RUNBOX_MODEL_API_KEY, config.RUNBOX_CREDENTIALS_KEY, ...(config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS ?? []), ...passwords].filter((s): s is string => !!s);
+  return [config.RUNBOX_ADMIN_TOKEN, config.RUNBOX_MODEL_API_KEY, config.RUNBOX_WEB_SEARCH_API_KEY, config.RUNBOX_CREDENTIALS_KEY, ...(config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS ?? []), ...passwords].filter((s): s is string => !!s);
 }

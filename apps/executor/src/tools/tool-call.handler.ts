@@ -15,7 +15,7 @@ import {
 } from '../sandbox/sandbox.service';
 
 /** The tools that run inside the sandbox agent, by the agent's op name. */
-export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit_file', 'list_files', 'glob', 'grep', 'read_bytes']);
+export const SANDBOX_OPS = new Set(['terminal', 'read_file', 'write_file', 'edit_file', 'list_files', 'glob', 'grep', 'read_bytes', 'write_bytes']);
 
 /** Time the sandbox gets beyond the tool's own limit to report a timeout itself. */
 const CHANNEL_MARGIN_MS = 5_000;

@@ -1,15 +1,20 @@
 import { Controller, Delete, Get, HttpCode, Patch, Post, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
+import { DomainRules } from '@app/egress';
 import { AdminGuard } from '../auth/admin.guard';
 import { PathId, ValidBody } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
 import { createApiKeySchema, createTenantSchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
+import { EgressRulesRepository } from '../web/egress-rules.repository';
 
 @Controller('v1/admin')
 @UseGuards(AdminGuard)
 export class AdminController {
-  constructor(private readonly tenants: TenantsService) {}
+  constructor(
+    private readonly tenants: TenantsService,
+    private readonly egress: EgressRulesRepository,
+  ) {}
 
   @Post('tenants')
   async createTenant(@ValidBody(createTenantSchema) input: z.output<typeof createTenantSchema>) {
@@ -18,19 +23,22 @@ export class AdminController {
 
   @Get('tenants/:id')
   async getTenant(@PathId('tenant') tenantId: string) {
-    return tenantJson(await this.tenants.get(tenantId));
+    const tenant = await this.tenants.get(tenantId);
+    return tenantJson(tenant, await this.egress.get(tenant.id));
   }
 
   /**
-   * Changes limits and/or the saved run defaults; they apply to the next session, run or
-   * sandbox the tenant creates.
+   * Changes limits, the saved run defaults and/or the egress rules (`egress` replaces both
+   * lists). Limits and defaults apply to the next session, run or sandbox the tenant
+   * creates; egress rules to the next outbound request.
    */
   @Patch('tenants/:id')
   async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
     let tenant = await this.tenants.get(tenantId);
     if (input.limits !== undefined) tenant = await this.tenants.updateLimits(tenantId, input.limits);
     if (input.run_defaults !== undefined) tenant = await this.tenants.setRunDefaults(tenantId, input.run_defaults);
-    return tenantJson(tenant);
+    const egress = input.egress ? await this.egress.set(tenantId, input.egress) : await this.egress.get(tenantId);
+    return tenantJson(tenant, egress);
   }
 
   /** Sets (or, with null, clears) the defaults of runs made with this key, over the tenant's. */
@@ -61,8 +69,8 @@ export class AdminController {
   }
 }
 
-function tenantJson(t: TenantView) {
-  return { id: t.id, name: t.name, limits: t.limits, run_defaults: t.runDefaults, created_at: t.createdAt.toISOString() };
+function tenantJson(t: TenantView, egress?: DomainRules) {
+  return { id: t.id, name: t.name, limits: t.limits, run_defaults: t.runDefaults, ...(egress ? { egress } : {}), created_at: t.createdAt.toISOString() };
 }
 
 function apiKeyJson(k: ApiKeyView) {

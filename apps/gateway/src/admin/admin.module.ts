@@ -1,13 +1,14 @@
 import { Module } from '@nestjs/common';
 import { TenancyModule } from '../tenants/tenancy.module';
+import { WebModule } from '../web/web.module';
 import { AdminController } from './admin.controller';
 
 /**
- * The operator's API (/v1/admin): tenants, their keys, limits and saved run defaults. It sits
+ * The operator's API (/v1/admin): tenants, their keys, limits, saved run defaults and egress rules. It sits
  * above tenancy and runs, since a tenant's saved defaults are validated as run options.
  */
 @Module({
-  imports: [TenancyModule],
+  imports: [TenancyModule, WebModule],
   controllers: [AdminController],
 })
 export class AdminModule {}

@@ -1,3 +1,4 @@
+import { domainRulesSchema } from '@app/egress';
 import { z } from 'zod';
 import { tenantLimitsPatchSchema, tenantLimitsSchema } from '../quotas/tenant-limits';
 import { runDefaultsSchema } from '../runs/run-defaults';
@@ -15,10 +16,10 @@ export const createTenantSchema = z
 const runDefaultsPatch = runDefaultsSchema.nullable();
 
 export const updateTenantSchema = z
-  .object({ limits: tenantLimitsPatchSchema.optional(), run_defaults: runDefaultsPatch.optional() })
+  .object({ limits: tenantLimitsPatchSchema.optional(), run_defaults: runDefaultsPatch.optional(), egress: domainRulesSchema.optional() })
   .strict()
-  .refine((body) => body.limits !== undefined || body.run_defaults !== undefined, {
-    message: 'give limits, run_defaults or both',
+  .refine((body) => body.limits !== undefined || body.run_defaults !== undefined || body.egress !== undefined, {
+    message: 'give limits, run_defaults, egress or any of them together',
   })
   // The refinement above, as JSON Schema says it (route catalogues and the fuzz read it).
   .meta({ minProperties: 1 });

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { SavedServersRepository, SshConnectionPool, SshConnector } from '@app/ssh';
+import { TenancyModule } from '../tenants/tenancy.module';
 import { gatewayToolProviders, sandboxToolProviders } from '../tools/gateway-tool';
 import { ServersController } from './servers.controller';
 import { ServersService } from './servers.service';
@@ -13,6 +14,7 @@ import { VPS_DOWNLOAD_TOOL, VPS_UPLOAD_TOOL } from './vps-transfer-tools';
  * the tool router sends a bound session's terminal calls to (bound in the gateway module).
  */
 @Module({
+  imports: [TenancyModule],
   controllers: [ServersController],
   providers: [
     SavedServersRepository,

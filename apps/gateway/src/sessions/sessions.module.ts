@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ServersModule } from '../servers/servers.module';
 import { TenancyModule } from '../tenants/tenancy.module';
 import { ToolsModule } from '../tools/tools.module';
+import { WebModule } from '../web/web.module';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
@@ -11,7 +12,7 @@ import { SessionsService } from './sessions.service';
  * Deleting one cancels its runs through SessionRunsCanceller, which the gateway module binds.
  */
 @Module({
-  imports: [TenancyModule, ToolsModule, ServersModule],
+  imports: [TenancyModule, ToolsModule, ServersModule, WebModule],
   controllers: [SessionsController],
   providers: [SessionsRepository, SessionsService],
   exports: [SessionsRepository],

@@ -12,6 +12,7 @@ import {
   ToolInfrastructureError,
   UnknownToolError,
 } from '../tools/tool-router';
+import { BrowserPool } from '../web/browser/browser-pool';
 import { SessionRouteCache } from './session-route-cache';
 import { SessionRunsCanceller } from './session-runs-canceller';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
@@ -33,6 +34,7 @@ export class SessionsService {
     private readonly quotas: QuotasService,
     private readonly runs: SessionRunsCanceller,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly browsers: BrowserPool,
   ) {}
 
   create(tenantId: string, metadata: Record<string, unknown>): Promise<SessionView> {
@@ -55,6 +57,8 @@ export class SessionsService {
     await this.sessions.markDeleted(tenantId, id);
     const cancelled = await this.runs.cancelSessionRuns(tenantId, id);
     if (cancelled > 0) this.logger.info({ tenantId, sessionId: id, cancelled }, 'cancelled the runs of a deleted session');
+    // This replica's browser context for it; another replica's closes when it idles.
+    await this.browsers.release(tenantId, id);
     const released = await this.executor.releaseSession(tenantId, id, session.executorId);
     if (!released) {
       // The executor's orphan sweep removes it: the session is no longer live.

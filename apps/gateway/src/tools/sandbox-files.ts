@@ -10,11 +10,13 @@ export type ReadOutcome =
   | { kind: 'error'; path: string; code: string; message: string };
 
 const GLOB_PAGE = 2_000;
+/** Base64 of this many bytes stays well inside NATS' default 1 MB message. */
+const WRITE_PIECE_BYTES = 512 * 1024;
 /** Large enough for a page of GLOB_PAGE paths (a larger reply travels in pieces). */
 const GLOB_PAGE_CHARS = 900_000;
 
 /**
- * Reads a session's workspace for gateway tools (rag_index), through the executor and the
+ * Reads and writes a session's workspace for gateway tools (rag_index, web_fetch, browser), through the executor and the
  * sandbox agent like every other file access: paths are contained by the agent, never by
  * the gateway. One instance per tool call; it remembers the executor the session is pinned
  * to, so a call that creates the sandbox pins the calls after it.
@@ -50,6 +52,21 @@ export class SandboxFileReader {
     };
   }
 
+  /**
+   * Writes bytes to a workspace file (replacing it), in pieces that each fit one message.
+   * Containment is the agent's, as for reads. Returns the agent's error text on failure.
+   */
+  async write(path: string, bytes: Buffer): Promise<{ ok: true; path: string } | { ok: false; message: string }> {
+    let shown = path;
+    for (let offset = 0; offset === 0 || offset < bytes.length; offset += WRITE_PIECE_BYTES) {
+      const piece = bytes.subarray(offset, offset + WRITE_PIECE_BYTES);
+      const result = await this.call('write_bytes', { path, content: piece.toString('base64'), append: offset > 0 }, 2_000);
+      if (result.is_error) return { ok: false, message: result.output };
+      if (typeof result.metadata.path === 'string') shown = result.metadata.path;
+    }
+    return { ok: true, path: shown };
+  }
+
   /** Every file under a folder (paths relative to /workspace, in path order; `.git` is never entered). */
   async listFiles(folder: string, maxFiles: number): Promise<{ paths: string[]; complete: boolean; note?: string }> {
     const paths: string[] = [];
@@ -71,7 +88,8 @@ export class SandboxFileReader {
     }
   }
 
-  private async call(tool: string, args: Record<string, unknown>, maxOutputChars: number): Promise<ToolResult> {
+  /** One sandbox file op (read_file, write_bytes, ...) as the agent answers it. */
+  async call(tool: string, args: Record<string, unknown>, maxOutputChars: number): Promise<ToolResult> {
     let reply;
     try {
       reply = await this.executor.callTool(

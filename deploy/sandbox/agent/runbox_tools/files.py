@@ -1,4 +1,4 @@
-"""File tools: read_file, write_file, edit_file, list_files and read_bytes.
+"""File tools: read_file, write_file, edit_file, list_files, read_bytes and write_bytes.
 
 Design
 ------
@@ -365,6 +365,54 @@ def write_file(args, request_id=None):
     if before is not None:
         out += "; it was %d bytes before" % before.st_size
     return result(out, path=r.display, bytes_written=len(data), created=before is None, action=action)
+
+
+@OPS.register("write_bytes")
+def write_bytes(args, request_id=None):
+    """Binary content as base64 (screenshots, downloaded documents), for the gateway's tools.
+    With append, the bytes go to the end of an existing regular file, so a large file can be
+    written in pieces that each fit one message."""
+    path = arg_str(args, "path")
+    content = arg_str(args, "content", allow_empty=True)
+    append = arg_bool(args, "append")
+    if path.endswith("/"):
+        raise bad_arg("path", "must name a file, not end with '/'")
+    try:
+        data = base64.b64decode(content.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise bad_arg("content", "must be base64")
+    with resolve(path, make_dirs=True) as r:
+        if r.kind == "dir":
+            raise ToolError("%s is a directory; give a file path" % r.display, code="is_a_directory", path=r.display)
+        with _lock_for(r):
+            if append:
+                _append(r, data)
+            else:
+                before = _existing(r)
+                if before is not None and stat.S_ISDIR(before.st_mode):
+                    raise ToolError("%s is a directory; give a file path" % r.display, code="is_a_directory")
+                atomic_write(r, data, before.st_mode if before is not None and stat.S_ISREG(before.st_mode) else None)
+            size = os.stat(r.name, dir_fd=r.dir_fd, follow_symlinks=False).st_size
+    return result("Wrote %d bytes to %s (%d bytes now)" % (len(data), r.display, size),
+                  path=r.display, bytes_written=len(data), size_bytes=size)
+
+
+def _append(r, data):
+    # O_NOFOLLOW: a link planted at the final name is refused, never followed out.
+    try:
+        fd = os.open(r.name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=r.dir_fd)
+    except FileNotFoundError:
+        raise ToolError("%s does not exist; write it without append first" % r.display, code="not_found", path=r.display)
+    except OSError:
+        raise ToolError("%s cannot be appended to" % r.display, code="not_a_file", path=r.display)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolError("%s is not a regular file" % r.display, code="not_a_file", path=r.display)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- edit_file

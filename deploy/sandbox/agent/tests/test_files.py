@@ -556,5 +556,32 @@ class ReadBytesTest(WorkspaceTest):
         self.fail_with("invalid_arguments", "read_bytes", max_bytes=5)
 
 
+class WriteBytesTest(WorkspaceTest):
+
+    def test_writes_then_appends_binary_content(self):
+        first, second = bytes(range(256)), b"\x00\xff tail"
+        res = self.call("write_bytes", path="shots/a.png", content=base64.b64encode(first).decode())
+        self.assertEqual(res["metadata"]["size_bytes"], 256)
+        res = self.call("write_bytes", path="shots/a.png", content=base64.b64encode(second).decode(), append=True)
+        self.assertEqual(res["metadata"]["size_bytes"], 256 + len(second))
+        with open(os.path.join(self.ws, "shots/a.png"), "rb") as f:
+            self.assertEqual(f.read(), first + second)
+
+    def test_refuses_bad_base64_and_appending_to_a_missing_file(self):
+        self.fail_with("invalid_arguments", "write_bytes", path="x.bin", content="not base64!")
+        self.fail_with("not_found", "write_bytes", path="x.bin", content="AAAA", append=True)
+
+    def test_append_never_follows_a_link_out(self):
+        secret = os.path.join(self.out, "secret.txt")
+        os.symlink(secret, os.path.join(self.ws, "ln"))
+        with open(secret, "rb") as f:
+            before = f.read()
+        with self.assertRaises(ToolError) as cm:
+            OPS["write_bytes"]({"path": "ln", "content": "QUFB", "append": True})
+        self.assertIn(cm.exception.code, {"path_outside_workspace", "invalid_path", "not_a_file"})
+        with open(secret, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,121 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+
+/** A paragraph long enough for Readability to count it as article text. */
+export const ARTICLE_SENTENCE = 'The lighthouse keeper logged every passing ship in a leather-bound journal, noting the weather and the colour of the sea.';
+
+const NAV = '<nav><ul><li><a href="/home">Home navigation link</a></li><li><a href="/shop">Shop navigation link</a></li></ul></nav>';
+const FOOTER = '<footer>Footer boilerplate: cookie policy, imprint, newsletter signup</footer>';
+
+export function articlePage(title: string, paragraphs: number): string {
+  const body = Array.from({ length: paragraphs }, (_, i) => `<p>${i + 1}. ${ARTICLE_SENTENCE} ${ARTICLE_SENTENCE}</p>`).join('\n');
+  return `<!doctype html><html><head><title>${title}</title><style>.x{color:red}</style></head><body>${NAV}<aside>Sidebar: trending stories</aside><main><article><h1>${title}</h1>${body}</article></main>${FOOTER}<script>var tracking = "analytics";</script></body></html>`;
+}
+
+const FORM_PAGE = `<!doctype html><html><head><title>Sign up</title></head><body>
+<h1>Sign up</h1>
+<form id="f">
+  <label for="name">Name</label><input id="name" name="name">
+  <label for="plan">Plan</label><select id="plan" name="plan"><option value="free">Free</option><option value="pro">Pro</option></select>
+  <button type="submit">Send</button>
+</form>
+<p id="out"></p>
+<script>
+document.getElementById('f').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const res = await fetch('/submit', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: document.getElementById('name').value, plan: document.getElementById('plan').value }) });
+  document.getElementById('out').textContent = await res.text();
+});
+</script></body></html>`;
+
+const PROBE_PAGE = `<!doctype html><html><head><title>Probe</title></head><body><p id="s">probing</p>
+<script>
+fetch('http://127.0.0.1:5432/').then(() => { document.getElementById('s').textContent = 'reached the database'; },
+  () => { document.getElementById('s').textContent = 'probe failed'; });
+</script></body></html>`;
+
+/**
+ * The web the tests browse: one HTTP server on loopback with an article, redirects (some to
+ * addresses the guard must refuse), failures, a slow answer, a 3 MB page, a SearXNG search
+ * endpoint, a form driven by JavaScript and cookie pages. It records every request.
+ */
+export class WebFixtureServer {
+  readonly requests: Array<{ path: string; cookie?: string; body?: string }> = [];
+  private server?: Server;
+  private readonly hanging = new Set<ServerResponse>();
+  port = 0;
+
+  get origin(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<unknown> {
+    const url = new URL(req.url ?? '/', this.origin);
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    this.requests.push({ path: url.pathname + url.search, cookie: req.headers.cookie, body: Buffer.concat(chunks).toString() });
+    const html = (body: string, status = 200, headers: Record<string, string | string[]> = {}) =>
+      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', ...headers }).end(body);
+    const redirect = (to: string) => res.writeHead(302, { location: to }).end();
+    switch (url.pathname) {
+      case '/article':
+        return html(articlePage('Keeping the light', 6));
+      case '/r1':
+        return redirect('/r2');
+      case '/r2':
+        return redirect(`${this.origin}/r3`);
+      case '/r3':
+        return redirect('/article');
+      case '/to':
+        return redirect(url.searchParams.get('target') ?? '/');
+      case '/fail':
+        return res.writeHead(500, { 'content-type': 'text/plain' }).end(`database exploded: ${'x'.repeat(5000)}`);
+      case '/slow':
+        this.hanging.add(res);
+        return; // never answers
+      case '/big':
+        return html(articlePage('A very long page', 12_000));
+      case '/data.json':
+        return res.writeHead(200, { 'content-type': 'application/json' }).end('{"answer":42,"items":[1,2]}');
+      case '/searx/search':
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            query: url.searchParams.get('q'),
+            results: [
+              { title: 'First hit', url: 'https://one.example/a', content: `About ${url.searchParams.get('q')}` },
+              { title: 'Second hit', url: 'https://two.example/b', content: 'More' },
+              { title: 'Not a web link', url: 'javascript:alert(1)', content: 'dropped' },
+            ],
+          }),
+        );
+      case '/form':
+        return html(FORM_PAGE);
+      case '/submit': {
+        const { name, plan } = JSON.parse(Buffer.concat(chunks).toString() || '{}') as { name?: string; plan?: string };
+        return res.writeHead(200, { 'content-type': 'text/plain' }).end(`Thanks, ${name} (${plan})`);
+      }
+      case '/probe':
+        return html(PROBE_PAGE);
+      case '/cookie/set':
+        return html(`<title>set</title><p>cookie set</p>`, 200, { 'set-cookie': `who=${url.searchParams.get('v')}; Path=/` });
+      case '/cookie/show':
+        return html(`<title>show</title><p>cookie: [${req.headers.cookie ?? 'none'}]</p>`);
+      default:
+        return html('<title>nothing</title><p>not found</p>', 404);
+    }
+  }
+}
