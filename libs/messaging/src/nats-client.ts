@@ -154,7 +154,7 @@ export class NatsClient {
       const parsed = contract.request.safeParse(payload);
       if (parsed.success) return handler(parsed.data);
       this.logger.warn({ subject, issues: parsed.error.issues.length }, 'rejected an invalid message');
-      return Promise.resolve(fail('bad_request', describe(parsed.error)));
+      return Promise.resolve(fail('bad_request', describeIssues(parsed.error)));
     }, options);
   }
 
@@ -325,7 +325,7 @@ export class NatsClient {
 /** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */
 function checked<T>(schema: ZodType<T>, value: unknown, subject: string, direction: 'request' | 'reply' | 'event'): T {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ContractViolationError(subject, direction, describe(parsed.error));
+  if (!parsed.success) throw new ContractViolationError(subject, direction, describeIssues(parsed.error));
   return parsed.data;
 }
 
@@ -341,6 +341,7 @@ function failureFor<Rep>(contract: RequestContract<unknown, Rep, unknown>, respo
   return (code, message) => contract.errorReply({ code, message }, responderId);
 }
 
-function describe(error: ZodError): string {
+/** A zod error as one line naming each field and what is wrong with it. */
+export function describeIssues(error: ZodError): string {
   return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }

@@ -1,7 +1,7 @@
 import { PipeTransform } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import { RequestContract } from '@app/contracts';
-import { ZodError } from 'zod';
+import { describeIssues } from '../nats-client';
 
 /**
  * Validates a request against its contract, filling in defaults; an invalid one is answered
@@ -15,8 +15,4 @@ export class ContractRequestPipe<Req, ReqInput> implements PipeTransform<unknown
     if (!parsed.success) throw new RpcException({ code: 'bad_request', message: describeIssues(parsed.error) });
     return parsed.data;
   }
-}
-
-export function describeIssues(error: ZodError): string {
-  return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }
