@@ -39,8 +39,3 @@ export function ReceivesEvent<T>(contract: EventContract<T>): MethodDecorator {
   const extras: ContractExtras = { contract: contract as unknown as AnyEventContract };
   return EventPattern(pattern, extras);
 }
-
-/** A responder's own subject for a contract: what a caller that pins it sends to. */
-export function pinnedSubject(subject: string, responderId: string): string {
-  return `${subject}.${responderId}`;
-}

@@ -1,13 +1,13 @@
 import { Controller, INestMicroservice, Module, UseFilters } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Payload } from '@nestjs/microservices';
-import { EventContract, RequestContract, rpcFailure, RpcFailure } from '@app/contracts';
+import { EventContract, pinnedSubject, pinnedToolCallSubject, RequestContract, rpcFailure, RpcFailure, TOOL_CALL_SUBJECT } from '@app/contracts';
 import { AppError, ErrorCode } from '@app/errors';
 import { LOGGER } from '@app/logging';
 import { z } from 'zod';
 import type { ServeOptions } from '../nats-client';
 import { ContractExceptionFilter } from './contract-exception.filter';
-import { AnswersContract, pinnedSubject, ReceivesEvent } from './contract-pattern';
+import { AnswersContract, ReceivesEvent } from './contract-pattern';
 import { ContractRequestPipe } from './contract-request.pipe';
 import { NatsContractServer, NatsResponder } from './nats-contract.server';
 
@@ -113,7 +113,8 @@ describe('NatsContractServer', () => {
       { subject: 'test.greet.v1', queue: 'test-group', responderId: 'exec-1' },
       { subject: pinnedSubject('test.greet.v1', 'exec-1'), queue: undefined, responderId: 'exec-1' },
     ]);
-    expect(pinnedSubject('test.greet.v1', 'exec-1')).toBe('test.greet.v1.exec-1');
+    // The subject a gateway sends a pinned session's calls to.
+    expect(pinnedSubject(TOOL_CALL_SUBJECT, 'exec-1')).toBe(pinnedToolCallSubject('exec-1'));
   });
 
   it("hands the handler its request as the contract's request schema parsed it (defaults filled in)", async () => {

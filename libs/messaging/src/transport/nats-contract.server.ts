@@ -2,7 +2,8 @@ import { CustomTransportStrategy, MessageHandler, Server } from '@nestjs/microse
 import { isObservable, lastValueFrom } from 'rxjs';
 import { NatsClient } from '../nats-client';
 import { ContractContext } from './contract-context';
-import { AnyEventContract, AnyRequestContract, ContractExtras, ContractPattern, pinnedSubject } from './contract-pattern';
+import { pinnedSubject, RpcError, rpcFailure } from '@app/contracts';
+import { AnyEventContract, AnyRequestContract, ContractExtras, ContractPattern } from './contract-pattern';
 
 /** Who this responder is on NATS: its connection, its id (pinned subjects, error replies) and its queue group. */
 export interface NatsResponder {
@@ -67,7 +68,7 @@ export class NatsContractServer extends Server implements CustomTransportStrateg
 
   private answer(contract: AnyRequestContract, pattern: ContractPattern, handler: MessageHandler): void {
     const { nats, responderId, queue } = this.attached();
-    const errorReply = (error: { code: string; message: string }) => contract.errorReply(error, responderId);
+    const errorReply = (error: RpcError) => contract.errorReply(error, responderId);
     const options =
       pattern.route === 'pinned'
         ? { subject: pinnedSubject(contract.subject, responderId), responderId }
@@ -84,7 +85,8 @@ export class NatsContractServer extends Server implements CustomTransportStrateg
 
   private receive(contract: AnyEventContract, pattern: ContractPattern, handler: MessageHandler): void {
     const { nats, responderId } = this.attached();
-    const errorReply = (error: { code: string; message: string }) => ({ ok: false, executor_id: responderId, error });
+    // An event has no reply: the filter's answer to a failed handler goes nowhere.
+    const errorReply = (error: RpcError) => rpcFailure(error, responderId);
     nats.subscribe(contract, (payload) => {
       const context = new ContractContext([pattern.subject, errorReply]);
       void this.runEvent(handler, payload, context);
