@@ -2,11 +2,10 @@ import { INestApplication, INestApplicationContext } from '@nestjs/common';
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { NestFactory } from '@nestjs/core';
 import { loadConfig, RunboxConfig } from '@app/config';
 import { randomBytes } from 'node:crypto';
 import { AddressInfo } from 'node:net';
-import { ExecutorModule } from '../../apps/executor/src/executor.module';
+import { startExecutor } from '../../apps/executor/src/executor.app';
 import { createGateway } from '../../apps/gateway/src/bootstrap';
 import { createTestDatabase, removeExecutorResources, startOrUndo, TestDatabase, testServiceEnv } from '@app/testing';
 import { freePort, startNats, stopProcess, TestNats } from '@app/testing';
@@ -128,8 +127,7 @@ export class TestStack {
   }
 
   async startExecutor(): Promise<void> {
-    this.executor = await NestFactory.createApplicationContext(ExecutorModule.forRoot(this.config), { logger: false });
-    await this.executor.init();
+    this.executor = await startExecutor(this.config, false);
   }
 
   /** A provider of the running executor (its SandboxPool, SandboxService), for tests that look inside. */

@@ -1,7 +1,7 @@
 import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { ContractExceptionFilter, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import Docker from 'dockerode';
 import { hostname } from 'node:os';
@@ -18,8 +18,11 @@ import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
 import { createVpsTransferHandler } from './ssh/vps-transfer.providers';
 import { VpsTransferHandler } from './ssh/vps-transfer.handler';
+import { ExecutorPingController } from './tools/executor-ping.controller';
 import { ExecutorPingHandler } from './tools/executor-ping.handler';
+import { SessionReleaseController } from './tools/session-release.controller';
 import { SessionReleaseHandler } from './tools/session-release.handler';
+import { ToolCallController } from './tools/tool-call.controller';
 import { ToolCallHandler } from './tools/tool-call.handler';
 
 const EXECUTOR_ID = Symbol('EXECUTOR_ID');
@@ -95,26 +98,25 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     },
     {
       provide: SessionReleaseHandler,
-      inject: [NATS_CLIENT, SandboxService],
-      useFactory: (n: NatsClient, s: SandboxService) => new SessionReleaseHandler(n, s),
+      inject: [SandboxService],
+      useFactory: (s: SandboxService) => new SessionReleaseHandler(s),
     },
     {
       provide: ExecutorPingHandler,
-      inject: [NATS_CLIENT, SandboxService, DockerSandboxDriver],
-      useFactory: (n: NatsClient, s: SandboxService, d: DockerSandboxDriver) => new ExecutorPingHandler(n, s, d),
+      inject: [SandboxService, DockerSandboxDriver],
+      useFactory: (s: SandboxService, d: DockerSandboxDriver) => new ExecutorPingHandler(s, d),
     },
+    ContractExceptionFilter,
   ],
+  // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
+  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController],
 })
 class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
-    private readonly tools: ToolCallHandler,
-    private readonly sessions: SessionReleaseHandler,
-    private readonly pings: ExecutorPingHandler,
     private readonly sandboxes: SandboxService,
     private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
-    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -123,13 +125,7 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
     await this.janitor.sweepNow();
     this.sandboxes.start();
     this.janitor.start();
-    this.tools.listen();
-    this.sessions.listen();
-    this.pings.listen();
-    // Ready means subscribed: until the server has the subscriptions, a call finds no
-    // responders. The flush's round trip proves it has them, so init() resolves only then.
-    await this.nats.flush();
-    this.logger.info({ executorId: this.sandboxes.executorId }, 'executor listening');
+    // The controllers start answering once the app listens (executor.app.ts), after this.
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,11 +1,10 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
 import { keepServingOnStrayErrors, LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
-import { ExecutorModule } from './executor.module';
+import { startExecutor } from './executor.app';
 
 async function main(): Promise<void> {
-  const app = await NestFactory.createApplicationContext(ExecutorModule.forRoot(), { logger: ['error', 'warn'] });
+  const app = await startExecutor();
   keepServingOnStrayErrors(app.get<Logger>(LOGGER));
   app.enableShutdownHooks();
 }

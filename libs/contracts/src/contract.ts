@@ -29,6 +29,9 @@ export interface EventContract<T> {
   readonly maxBytes: number;
 }
 
+/** A responder's own subject for a contract (a session pinned to its executor): the contract's subject and the responder's id. */
+export const pinnedSubject = (subject: string, responderId: string): string => `${subject}.${responderId}`;
+
 /** The byte limit of contracts whose messages are a few ids. */
 export const SMALL_MESSAGE_BYTES = 16 * 1024;
 

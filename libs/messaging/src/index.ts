@@ -2,3 +2,4 @@ export * from './json-codec';
 export * from './nats-client';
 export * from './large-message';
 export const NATS_CLIENT = Symbol('NATS_CLIENT');
+export * from './transport';

@@ -149,8 +149,27 @@ export class NatsClient {
    * threw or broke the reply contract, or the reply could not be sent.
    */
   serve<Req, Rep, ReqInput>(contract: RequestContract<Req, Rep, ReqInput>, handler: RequestHandler<Req, Rep>, options: ServeOptions): Subscription {
+    const fail = failureFor(contract, options.responderId);
+    return this.respond(contract, (payload, subject) => {
+      const parsed = contract.request.safeParse(payload);
+      if (parsed.success) return handler(parsed.data);
+      this.logger.warn({ subject, issues: parsed.error.issues.length }, 'rejected an invalid message');
+      return Promise.resolve(fail('bad_request', describeIssues(parsed.error)));
+    }, options);
+  }
+
+  /**
+   * As `serve`, for a handler that validates the request itself (the Nest transport does,
+   * with a pipe): it gets the assembled, decoded payload as it came. Its reply is still
+   * checked against the contract, and a handler that throws is answered with the error reply.
+   */
+  respond<Req, Rep, ReqInput>(
+    contract: RequestContract<Req, Rep, ReqInput>,
+    handler: (payload: unknown, subject: string) => Promise<Rep>,
+    options: ServeOptions,
+  ): Subscription {
     const subject = options.subject ?? contract.subject;
-    const fail = (code: string, message: string) => contract.errorReply({ code, message }, options.responderId);
+    const fail = failureFor(contract, options.responderId);
     return this.connection.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
@@ -220,7 +239,7 @@ export class NatsClient {
   private async dispatch<Req, Rep, ReqInput>(
     subject: string,
     contract: RequestContract<Req, Rep, ReqInput>,
-    handler: RequestHandler<Req, Rep>,
+    handler: (payload: unknown, subject: string) => Promise<Rep>,
     fail: (code: string, message: string) => Rep,
     data: Uint8Array,
   ): Promise<Rep> {
@@ -235,13 +254,8 @@ export class NatsClient {
       this.logger.warn({ subject }, 'dropped a message that is not JSON');
       return fail('bad_request', 'payload is not JSON');
     }
-    const parsed = contract.request.safeParse(payload);
-    if (!parsed.success) {
-      this.logger.warn({ subject, issues: parsed.error.issues.length }, 'rejected an invalid message');
-      return fail('bad_request', describe(parsed.error));
-    }
     try {
-      return await handler(parsed.data);
+      return await handler(payload, subject);
     } catch (err) {
       const errorId = randomUUID();
       this.logger.error({ subject, err, errorId }, 'handler failed');
@@ -311,7 +325,7 @@ export class NatsClient {
 /** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */
 function checked<T>(schema: ZodType<T>, value: unknown, subject: string, direction: 'request' | 'reply' | 'event'): T {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new ContractViolationError(subject, direction, describe(parsed.error));
+  if (!parsed.success) throw new ContractViolationError(subject, direction, describeIssues(parsed.error));
   return parsed.data;
 }
 
@@ -323,6 +337,11 @@ function decode(data: Uint8Array, subject: string): unknown {
   }
 }
 
-function describe(error: ZodError): string {
+function failureFor<Rep>(contract: RequestContract<unknown, Rep, unknown>, responderId: string): (code: string, message: string) => Rep {
+  return (code, message) => contract.errorReply({ code, message }, responderId);
+}
+
+/** A zod error as one line naming each field and what is wrong with it. */
+export function describeIssues(error: ZodError): string {
   return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 }

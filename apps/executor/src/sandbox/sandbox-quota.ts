@@ -1,3 +1,5 @@
+import { parseStoredLimits } from '@app/contracts';
+
 /** The tenant already has as many live sandboxes as its max_sandboxes limit allows. */
 export class SandboxQuotaError extends Error {
   constructor(readonly max: number) {
@@ -10,6 +12,5 @@ export const LIVE_SANDBOX_STATES = ['creating', 'ready'];
 
 /** The tenant's max_sandboxes from its stored limits; undefined when it has none. */
 export function maxSandboxes(limits: unknown): number | undefined {
-  const value = typeof limits === 'object' && limits !== null ? (limits as Record<string, unknown>).max_sandboxes : undefined;
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
+  return parseStoredLimits(limits).max_sandboxes;
 }

@@ -1,4 +1,4 @@
-import { EXECUTOR_QUEUE_GROUP, pinnedToolCallSubject, ToolCallReply, toolCallContract, toolCallRequestSchema, ToolCancel, toolCancelContract } from '@app/contracts';
+import { ToolCallReply, toolCallRequestSchema, ToolCancel } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -26,9 +26,9 @@ const REPLY_ROOM_BYTES = 64 * 1024;
 const MIN_OUTPUT_BYTES = 16 * 1024;
 
 /** A tool call as it arrives, defaults filled in (the contract's ToolCallRequest is what a caller sends). */
-type ReceivedToolCall = z.output<typeof toolCallRequestSchema>;
+export type ReceivedToolCall = z.output<typeof toolCallRequestSchema>;
 
-/** NATS side of tool calls: validates, routes to the session's sandbox, answers. */
+/** Tool calls: routes each to the session's sandbox and turns its failures into error replies. */
 export class ToolCallHandler {
   constructor(
     private readonly nats: NatsClient,
@@ -36,16 +36,6 @@ export class ToolCallHandler {
     private readonly logger: Logger,
     private readonly transfers?: VpsTransferHandler,
   ) {}
-
-  listen(): void {
-    const handle = (req: ReceivedToolCall) => this.handle(req);
-    const responderId = this.sandboxes.executorId;
-    this.nats.serve(toolCallContract, handle, { queue: EXECUTOR_QUEUE_GROUP, responderId });
-    this.nats.serve(toolCallContract, handle, { subject: pinnedToolCallSubject(responderId), responderId });
-    // Sent to every executor: the one holding the session's channel stops the call, and
-    // each one remembers the cancel in case the call reaches it later.
-    this.nats.subscribe(toolCancelContract, (msg) => void this.cancel(msg));
-  }
 
   async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
     const executor_id = this.sandboxes.executorId;
@@ -100,7 +90,11 @@ export class ToolCallHandler {
     return { max_output_bytes: Math.max(this.nats.messageLimitBytes - REPLY_ROOM_BYTES, MIN_OUTPUT_BYTES) };
   }
 
-  private async cancel(msg: ToolCancel): Promise<void> {
+  /**
+   * Sent to every executor: the one holding the session's channel stops the call, and
+   * each one remembers the cancel in case the call reaches it later.
+   */
+  async cancel(msg: ToolCancel): Promise<void> {
     try {
       await this.sandboxes.cancel(msg.tenant_id, msg.session_id, msg.call_id);
     } catch (err) {

@@ -1,10 +1,9 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { loadConfig, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
 import { createTestDatabase, queryDatabase, removeExecutorResources, startNats, startOrUndo, TestDatabase, TestNats, testServiceEnv } from '@app/testing';
 import { randomBytes } from 'node:crypto';
-import { ExecutorModule } from '../../src/executor.module';
+import { startExecutor } from '../../src/executor.app';
 import { SandboxBackend } from '../../src/sandbox/sandbox-runtime';
 import { SandboxService } from '../../src/sandbox/sandbox.service';
 
@@ -53,8 +52,7 @@ export class ExecutorHarness {
 
   /** Starts the executor; with the same id as before, it is "the executor after a restart". */
   async startExecutor(): Promise<void> {
-    this.app = await NestFactory.createApplicationContext(ExecutorModule.forRoot(this.config), { logger: false });
-    await this.app.init();
+    this.app = await startExecutor(this.config, false);
   }
 
   async stopExecutor(): Promise<void> {

@@ -10,7 +10,7 @@ import {
   ToolCallRequest,
   toolCancelContract,
 } from '@app/contracts';
-import { NATS_CLIENT, NatsClient, NatsTimeoutError } from '@app/messaging';
+import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
@@ -25,21 +25,22 @@ export class ExecutorUnavailableError extends Error {
   }
 }
 
-/** The gateway's side of the executor contracts. */
+/** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
-export class ExecutorClient {
+export class ExecutorClient extends NatsContractClient {
   constructor(
-    @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    @Inject(NATS_CLIENT) nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
-  ) {}
+  ) {
+    super(nats);
+  }
 
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
     try {
-      return await this.nats.request(
-        toolCallContract,
+      return await this.request(
+        { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
         // The deployment, never the tenant, decides where sandbox tools run.
         { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
-        { timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
       );
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
@@ -55,14 +56,14 @@ export class ExecutorClient {
   }
 
   cancelTool(tenantId: string, sessionId: string, callId: string): void {
-    this.nats.publish(toolCancelContract, { tenant_id: tenantId, session_id: sessionId, call_id: callId });
+    this.notify(toolCancelContract, { tenant_id: tenantId, session_id: sessionId, call_id: callId });
   }
 
   /** Asks the session's executor to remove its sandbox. False when no executor answered, or the one that did could not. */
   async releaseSession(tenantId: string, sessionId: string, executorId: string | null): Promise<boolean> {
     const subject = executorId ? pinnedSessionReleaseSubject(executorId) : undefined;
     try {
-      const reply = await this.nats.request(sessionReleaseContract, { tenant_id: tenantId, session_id: sessionId }, { timeoutMs: 30_000, subject });
+      const reply = await this.request({ contract: sessionReleaseContract, timeoutMs: 30_000, subject }, { tenant_id: tenantId, session_id: sessionId });
       return !('ok' in reply);
     } catch (err) {
       if (err instanceof NatsTimeoutError) return false;
@@ -72,7 +73,7 @@ export class ExecutorClient {
 
   async ping(timeoutMs = 2_000): Promise<{ executor_id: string; docker: boolean } | null> {
     try {
-      const reply = await this.nats.request(executorPingContract, {}, { timeoutMs });
+      const reply = await this.request({ contract: executorPingContract, timeoutMs }, {});
       return 'ok' in reply ? null : reply;
     } catch {
       return null;

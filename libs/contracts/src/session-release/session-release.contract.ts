@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RequestContract, rpcFailure, rpcFailureSchema, SMALL_MESSAGE_BYTES } from '../contract';
+import { pinnedSubject, RequestContract, rpcFailure, rpcFailureSchema, SMALL_MESSAGE_BYTES } from '../contract';
 import { ids } from '../tool-result';
 
 /**
@@ -7,7 +7,7 @@ import { ids } from '../tool-result';
  * Request/reply on the queue-group subject or the pinned executor's subject.
  */
 export const SESSION_RELEASE_SUBJECT = 'runbox.executor.session.release.v1';
-export const pinnedSessionReleaseSubject = (executorId: string): string => `${SESSION_RELEASE_SUBJECT}.${executorId}`;
+export const pinnedSessionReleaseSubject = (executorId: string): string => pinnedSubject(SESSION_RELEASE_SUBJECT, executorId);
 
 export const sessionReleaseSchema = z.object({ tenant_id: ids.tenant, session_id: ids.session });
 export type SessionRelease = z.infer<typeof sessionReleaseSchema>;

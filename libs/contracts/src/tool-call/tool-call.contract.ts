@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RequestContract, rpcFailure } from '../contract';
+import { pinnedSubject, RequestContract, rpcFailure } from '../contract';
 import { ids, rpcErrorSchema, toolResultSchema } from '../tool-result';
 
 /**
@@ -10,7 +10,7 @@ import { ids, rpcErrorSchema, toolResultSchema } from '../tool-result';
  */
 export const TOOL_CALL_SUBJECT = 'runbox.executor.tool.call.v1';
 export const EXECUTOR_QUEUE_GROUP = 'runbox-executors';
-export const pinnedToolCallSubject = (executorId: string): string => `${TOOL_CALL_SUBJECT}.${executorId}`;
+export const pinnedToolCallSubject = (executorId: string): string => pinnedSubject(TOOL_CALL_SUBJECT, executorId);
 
 export const toolCallRequestSchema = z.object({
   tenant_id: ids.tenant,
