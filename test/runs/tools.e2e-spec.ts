@@ -17,7 +17,17 @@ describe('runs: tool selection and guardrails', () => {
     const modelUrl = await model.start();
     // A credentials key makes vps_run available, so every registered tool is.
     const credentialsKey = Buffer.alloc(32, 7).toString('base64');
-    stack = await new TestStack({ env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_CREDENTIALS_KEY: credentialsKey } }).start();
+    // Every tool available: saved servers need a credentials key, web_search a provider (one
+    // that is never asked here).
+    stack = await new TestStack({
+      env: {
+        RUNBOX_MODEL_BASE_URL: modelUrl,
+        RUNBOX_MODEL: 'scripted-1',
+        RUNBOX_CREDENTIALS_KEY: credentialsKey,
+        RUNBOX_WEB_SEARCH_PROVIDER: 'searxng',
+        RUNBOX_WEB_SEARCH_URL: 'http://127.0.0.1:9/search',
+      },
+    }).start();
     runs = new RunsClient(stack, (await stack.createTenant()).apiKey);
     catalogue = (await stack.request('GET', '/v1/tools', { key: runs.key })).body.data;
   });

@@ -26,7 +26,8 @@ export class VpsTransferHandler implements OnModuleDestroy {
   }
 
   async handle(target: CallTarget, tool: VpsTransferTool, rawArgs: Record<string, unknown>, timeoutMs: number): Promise<ToolResult> {
-    const { max_output_chars: _limit, ...args } = rawArgs;
+    // The output budget the executor adds to every sandbox call is not a transfer argument.
+    const { max_output_chars: _chars, max_output_bytes: _bytes, ...args } = rawArgs;
     if (!this.transfers) return failure('saved servers need RUNBOX_CREDENTIALS_KEY on the executor (the key that opens their credentials); the operator has not set it');
     try {
       if (tool === 'vps_upload') {
