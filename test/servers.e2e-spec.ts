@@ -115,6 +115,19 @@ describe('saved servers over SSH', () => {
     expect((await vpsRun({ server: 'metadata', command: 'true' })).output).toMatch(/^169\.254\.169\.254:22 is a [a-z-]+ address; outbound tools may only reach public addresses$/);
   });
 
+  it("applies the tenant's egress domain rules to its servers, read at each connection", async () => {
+    const rules = (egress: { allow: string[]; deny: string[] }) =>
+      stack.request('PATCH', `/v1/admin/tenants/${acme.tenantId}`, { key: stack.adminToken, body: { egress } });
+    expect((await rules({ allow: [], deny: ['127.0.0.1'] })).status).toBe(200);
+    try {
+      const refused = await vpsRun({ server: 'web-1', command: 'true' });
+      expect(refused).toMatchObject({ is_error: true, output: expect.stringContaining("127.0.0.1 is on this tenant's egress deny list") });
+    } finally {
+      expect((await rules({ allow: [], deny: [] })).status).toBe(200);
+    }
+    expect((await vpsRun({ server: 'web-1', command: 'echo back' })).output).toContain('stdout:\nback');
+  });
+
   it('closes the channel at the timeout and says so', async () => {
     const result = await vpsRun({ server: 'web-1', command: 'echo started; sleep 60', timeout_seconds: 1 });
     expect(result.is_error).toBe(true);

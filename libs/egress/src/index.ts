@@ -2,3 +2,4 @@ export * from './address-class';
 export * from './domain-rules';
 export * from './egress-guard';
 export * from './guarded-fetch';
+export * from './tenant-egress-rules';

@@ -4,4 +4,3 @@ export * from './saved-server-connections';
 export * from './saved-servers.repository';
 export * from './ssh-connection-pool';
 export * from './ssh-connector';
-export * from './tenant-egress-rules';

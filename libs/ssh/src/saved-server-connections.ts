@@ -47,9 +47,15 @@ export class SavedServerConnections {
 
   /** Runs `work` on the server's pooled connection (see the class comment). */
   async withConnection<T>(tenantId: string, server: SavedServerRow, work: (c: SshConnection) => Promise<T>): Promise<T> {
-    const version = createHash('sha256').update([server.host, server.port, server.username, server.credentials, server.hostKeyFingerprint ?? ''].join('\0')).digest('hex');
+    // The tenant's domain rules are read for every call and are part of what a pooled
+    // connection was checked against: when they change, the next call connects (and is
+    // checked) again instead of reusing a connection the new rules may refuse.
+    const rules = await this.egressRules(tenantId);
+    const version = createHash('sha256')
+      .update([server.host, server.port, server.username, server.credentials, server.hostKeyFingerprint ?? '', JSON.stringify(rules)].join('\0'))
+      .digest('hex');
     const open = async () => {
-      const target = await this.egress.checkHost(server.host, server.port, await this.egressRules(tenantId));
+      const target = await this.egress.checkHost(server.host, server.port, rules);
       const auth = JSON.parse(this.cipher.open(server.credentials, credentialsAad(tenantId, server.id))) as SshAuth;
       return { serverName: server.name, address: target.address, port: server.port, username: server.username, auth, pinnedFingerprint: server.hostKeyFingerprint };
     };

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { EgressGuard } from '@app/egress';
+import { EgressGuard, readTenantEgressRules } from '@app/egress';
+import { PrismaService } from '@app/persistence';
 import { AppError, ErrorCode } from '@app/errors';
 import {
   credentialsAad,
@@ -13,7 +14,6 @@ import {
   SshAuth,
   SshConnection,
   SshConnectionPool,
-  tenantEgressRules,
 } from '@app/ssh';
 import { CreateServerInput, UpdateServerInput } from './servers.schemas';
 
@@ -44,11 +44,12 @@ export class ServersService {
     private readonly servers: SavedServersRepository,
     pool: SshConnectionPool,
     @Inject(RUNBOX_CONFIG) config: RunboxConfig,
+    db: PrismaService,
   ) {
     if (config.RUNBOX_CREDENTIALS_KEY) {
       this.cipher = new CredentialCipher(config.RUNBOX_CREDENTIALS_KEY, config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS);
       const egress = new EgressGuard({ allowPrivateHosts: config.RUNBOX_ALLOW_PRIVATE_HOSTS });
-      this.connections = new SavedServerConnections(servers, pool, this.cipher, egress, tenantEgressRules);
+      this.connections = new SavedServerConnections(servers, pool, this.cipher, egress, (tenantId) => readTenantEgressRules(db, tenantId));
     }
   }
 

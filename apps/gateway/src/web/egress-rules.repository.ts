@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DomainRules, NO_DOMAIN_RULES } from '@app/egress';
+import { DomainRules, NO_DOMAIN_RULES, readTenantEgressRules } from '@app/egress';
 import { PrismaService } from '@app/persistence';
 
 /** A tenant's egress domain rules (table tenant_egress_rules, under row-level security). */
@@ -8,9 +8,8 @@ export class EgressRulesRepository {
   constructor(private readonly db: PrismaService) {}
 
   /** The rules outbound tools apply for the tenant; none set means no domain rules. */
-  async forTenant(tenantId: string): Promise<DomainRules> {
-    const row = await this.db.tenant(tenantId, (tx) => tx.tenantEgressRules.findUnique({ where: { tenantId } }));
-    return row ? { allow: row.allow, deny: row.deny } : NO_DOMAIN_RULES;
+  forTenant(tenantId: string): Promise<DomainRules> {
+    return readTenantEgressRules(this.db, tenantId);
   }
 
   /** Admin: replaces the tenant's rules (the admin API checked that the tenant exists). */
