@@ -2,7 +2,8 @@
 # supervise.sh NAME PIDFILE COMMAND...: runs COMMAND and starts it again whenever it exits,
 # with a log line saying how it ended. Restarts back off: 1 s after a quick exit, doubling
 # up to 30 s while it keeps exiting, and back to 1 s once it has run for a minute.
-# TERM (or INT) stops COMMAND and then the supervisor. PIDFILE holds COMMAND's current pid.
+# TERM (or INT) stops COMMAND and then the supervisor; so does COMMAND ending by INT (Ctrl-C
+# reaches the whole process group). PIDFILE holds COMMAND's current pid.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -42,6 +43,14 @@ while :; do
   wait "$child"
   status=$?
   ran=$((SECONDS - started))
+  # INT is Ctrl-C, which the terminal sends the whole process group: the service was asked
+  # to stop, not crashed. (A supervisor started in the background of a script has INT
+  # ignored and cannot trap it, so this is where it learns of it.)
+  if [ "$status" -eq $((128 + 2)) ]; then
+    log "$name (pid $child) was stopped by INT (Ctrl-C) after ${ran}s; not restarting it"
+    child=""
+    stop
+  fi
   [ "$ran" -lt "$STABLE_SECONDS" ] || backoff=$MIN_BACKOFF
   warn "$name (pid $child) $(how_it_ended "$status") after ${ran}s; restarting it in ${backoff}s"
   # Sleep as a child, so a TERM meanwhile stops the supervisor at once.

@@ -66,4 +66,24 @@ describe('./runbox up: the service supervisor', () => {
     expect(alive(second)).toBe(false);
     expect(readPid(pidFile)).toBeUndefined();
   });
+
+  it('stops without a restart when the service ends by INT, as Ctrl-C ends it', async () => {
+    const intFile = join(dir, 'int-service.pid');
+    let intLog = '';
+    // Node, like the real services: it dies by INT even where its parent ignores INT.
+    const other = spawn(SUPERVISE, ['node-service', intFile, process.execPath, '-e', 'setInterval(() => undefined, 1000)'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RUNBOX_STATE_DIR: dir },
+    });
+    other.stderr?.on('data', (chunk: Buffer) => (intLog += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => other.once('exit', (code) => resolve(code)));
+    const service = await eventually('the service to start', async () => readPid(intFile), 10_000);
+    started.push(service, other.pid!);
+    process.kill(service, 'SIGINT');
+    const stillRunning = new Promise<string>((resolve) => setTimeout(() => resolve('the supervisor is still running'), 10_000).unref());
+    expect(await Promise.race([exited, stillRunning])).toBe(0);
+    expect(intLog).toMatch(new RegExp(`node-service \\(pid ${service}\\) was stopped by INT \\(Ctrl-C\\) after \\d+s; not restarting it`));
+    expect(intLog).not.toContain('restarting it in');
+    expect(readPid(intFile)).toBeUndefined();
+  });
 });
