@@ -57,9 +57,10 @@ export class SshTerminal {
         job.abandon(true);
         return { output: 'status: timed_out\nexit_code: unknown\nnote: the server did not answer after the timeout; the channel was closed', metadata: { exit_code: null, timed_out: true, background: false, backend: 'ssh', server: server.name }, is_error: true };
       }
-      const handle = await job.handle;
-      const claim = await claimForBackground(client, handle);
-      if (!claim) return this.inlineResult(await job.done, server, timeoutSeconds, maxOutputChars);
+      // A launcher that could not start the command (its directory not writable) has ended: report that.
+      const handle = await job.handle.catch(() => null);
+      const claim = handle && (await claimForBackground(client, handle));
+      if (!handle || !claim) return this.inlineResult(await job.done, server, timeoutSeconds, maxOutputChars);
       job.abandon(false);
       return backgroundResult(handle, start.jobId, claim, waitMs, maxOutputChars, server, Date.now() - started);
     });
