@@ -236,6 +236,51 @@ describe('saved servers over SSH', () => {
     expect(read.output).toContain('read_file is not available in a session whose backend is a saved SSH server');
   });
 
+  it("turns an ssh session's call still running after max_wait_ms into a background job with a handle", async () => {
+    const id = (await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'ssh', server: 'web-1' } } })).body.id;
+    const terminal = (args: Record<string, unknown>) => callTool(stack, acme.apiKey, id, 'terminal', args);
+    const statusOf = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    // Waits on the server until the job's status.json records its end (no sleeping for order).
+    const untilExited = (statusFile: string) => terminal({ command: `until grep -q '"status": "exited"' '${statusFile}'; do sleep 0.05; done`, max_wait_ms: 60_000, timeout_seconds: 30 });
+
+    await terminal({ command: 'cd /tmp' });
+    const job = await terminal({ command: 'sleep 1; echo finished; echo warned >&2', max_wait_ms: 250 });
+    expect(job).toMatchObject({ is_error: false, metadata: { background: true, exit_code: null, backend: 'ssh' } });
+    const { job_id, pid, status_file, stdout_file, stderr_file } = job.metadata as Record<string, string>;
+    const dir = sshd.homePath(`runbox/${id}/.runbox/jobs/${job_id}`);
+    expect([status_file, stdout_file, stderr_file]).toEqual([`${dir}/status.json`, `${dir}/stdout.txt`, `${dir}/stderr.txt`]);
+    expect(job.output.split('\n').slice(0, 7)).toEqual([
+      'status: running',
+      `note: still running after 250 ms, so it goes on as a background job (not killed). Its files keep being written; stop it with: kill -- -${pid}`,
+      `job_id: ${job_id}`,
+      `pid: ${pid}`,
+      `status_file: ${status_file}`,
+      `stdout_file: ${stdout_file}`,
+      `stderr_file: ${stderr_file}`,
+    ]);
+    expect(statusOf(status_file)).toMatchObject({ job_id, pid, status: 'running', exit_code: null });
+
+    await untilExited(status_file);
+    expect(statusOf(status_file)).toMatchObject({ job_id, pid, status: 'exited', exit_code: 0 });
+    expect(readFileSync(stdout_file, 'utf8')).toBe('finished\n');
+    expect(readFileSync(stderr_file, 'utf8')).toBe('warned\n');
+    // The job kept the session's state, and the later calls still have it.
+    expect((await terminal({ command: 'pwd' })).output).toBe('status: exited\nexit_code: 0\nstdout:\n/tmp');
+
+    // `kill -- -<pid>` stops the whole group, the job's child sleep included: 128 + SIGTERM.
+    const long = await terminal({ command: 'sleep 300 & sleep 300; wait', max_wait_ms: 250 });
+    const handle = long.metadata as Record<string, string | number>;
+    const killed = await terminal({ command: `kill -- -${handle.pid} && echo sent` });
+    expect(killed.output).toBe('status: exited\nexit_code: 0\nstdout:\nsent');
+    await untilExited(String(handle.status_file));
+    expect(statusOf(String(handle.status_file))).toMatchObject({ pid: handle.pid, status: 'exited', exit_code: 143 });
+    // Its members die as the signal reaches them (zombies, reaped by init, do not count); a
+    // child the kill missed would keep this call waiting until its timeout.
+    const members = `ps -e -o pgid=,stat= | awk -v g=${handle.pid} '$1 == g && $2 !~ /^Z/'`;
+    const group = await terminal({ command: `until [ -z "$(${members})" ]; do sleep 0.05; done; echo gone`, timeout_seconds: 10 });
+    expect(group.output).toBe('status: exited\nexit_code: 0\nstdout:\ngone');
+  });
+
   it('lets a session choose only an ssh backend, on one of its own servers', async () => {
     const docker = await request('POST', '/v1/sessions', { key: acme.apiKey, body: { backend: { type: 'docker', server: 'pw' } } });
     expect(docker.status).toBe(400);

@@ -99,14 +99,25 @@ class BoundedText {
   }
 }
 
+/** What a caller may change in the layout: a background job's handle, or its own timeout note. */
+export interface OutputLayout {
+  /** Replaces the `status:` and `exit_code:` lines (a background job's handle). */
+  header?: string[];
+  /** Appended to the section names (` so far` for a job still running). */
+  streamSuffix?: string;
+  timeoutNote?: string;
+}
+
 /**
  * The result text in the terminal tool's layout (deploy/sandbox/agent/runbox_tools/terminal.py):
  * `status:` and `exit_code:` lines, a note on a timeout, then `stdout:` and `stderr:`
  * sections, sharing `limit` so a flood on one cannot hide the other.
  */
-export function formatCommandOutput(o: RemoteCommandOutcome, timeoutSeconds: number, limit: number): string {
-  const lines = [`status: ${o.status}`, `exit_code: ${o.exitCode ?? 'unknown'}`];
-  if (o.status === 'timed_out') lines.push(`note: timed out after ${timeoutSeconds} seconds; the channel was closed, which hangs up the command (one that ignores SIGHUP may keep running on the server)`);
+export function formatCommandOutput(o: RemoteCommandOutcome, timeoutSeconds: number, limit: number, layout: OutputLayout = {}): string {
+  const lines = layout.header ?? [`status: ${o.status}`, `exit_code: ${o.exitCode ?? 'unknown'}`];
+  if (!layout.header && o.status === 'timed_out') {
+    lines.push(layout.timeoutNote ?? `note: timed out after ${timeoutSeconds} seconds; the channel was closed, which hangs up the command (one that ignores SIGHUP may keep running on the server)`);
+  }
   const header = lines.join('\n');
   const budget = Math.max(limit - header.length - 120, Math.floor(limit / 2));
   const [outKeep, errKeep] = splitBudget(o.stdout.length, o.stderr.length, budget);
@@ -118,7 +129,7 @@ export function formatCommandOutput(o: RemoteCommandOutcome, timeoutSeconds: num
     if (!text) continue;
     let body = text.slice(0, keep).replace(/\n+$/, '');
     if (text.length > keep) body += `\n… ${text.length - keep} characters cut (max_output_chars=${limit})`;
-    sections.push(`${name}:\n${body}`);
+    sections.push(`${name}${layout.streamSuffix ?? ''}:\n${body}`);
   }
   return [header, ...sections].join('\n');
 }

@@ -81,7 +81,7 @@ export class SshSessionBackends implements SessionToolRouter {
     const server = await this.savedServers.get(tenantId, serverId);
     if (!server) return refusal('the saved server this session runs on was deleted; create a new session');
     try {
-      return await this.terminal.run(tenantId, sessionId, server, String(args.command), timeoutSeconds, maxOutputChars);
+      return await this.terminal.run(tenantId, sessionId, server, { command: String(args.command), max_wait_ms: typeof args.max_wait_ms === 'number' ? args.max_wait_ms : undefined }, timeoutSeconds, maxOutputChars);
     } catch (err) {
       if (err instanceof ServerUseError) return refusal(err.message);
       throw err;
