@@ -348,11 +348,13 @@ describe('saved servers without RUNBOX_CREDENTIALS_KEY', () => {
     await stack?.stop();
   });
 
-  it('answers 503 naming the missing key, and leaves vps_run out as unavailable', async () => {
+  it('answers 503 naming the missing key, and marks the vps_* tools unavailable', async () => {
     const res = await stack.request('POST', '/v1/servers', { key: tenant.apiKey, body: { name: 'a', host: 'example.com', username: 'u', password: 'p' } });
     expect(res.status).toBe(503);
     expect(res.body.error.message).toContain('RUNBOX_CREDENTIALS_KEY');
     const tools = (await stack.request('GET', '/v1/tools', { key: tenant.apiKey })).body.data;
-    expect(tools.find((t: { name: string }) => t.name === 'vps_run')).toMatchObject({ available: false, unavailable_reason: expect.stringContaining('RUNBOX_CREDENTIALS_KEY') });
+    for (const name of ['vps_run', 'vps_upload', 'vps_download']) {
+      expect(tools.find((t: { name: string }) => t.name === name)).toMatchObject({ available: false, unavailable_reason: expect.stringContaining('RUNBOX_CREDENTIALS_KEY') });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { SavedServersRepository, SshConnectionPool, SshConnector } from '@app/ssh';
 import { TenancyModule } from '../tenants/tenancy.module';
-import { gatewayToolProviders, sandboxToolProviders } from '../tools/gateway-tool';
+import { gatewayToolProviders, SANDBOX_TOOLS, SandboxToolContribution } from '../tools/gateway-tool';
 import { ServersController } from './servers.controller';
 import { ServersService } from './servers.service';
 import { SshSessionBackends } from './ssh-session-backends';
@@ -23,7 +23,13 @@ import { VPS_DOWNLOAD_TOOL, VPS_UPLOAD_TOOL } from './vps-transfer-tools';
     SshConnectionPool,
     SshSessionBackends,
     ...gatewayToolProviders(VpsRunTool),
-    ...sandboxToolProviders(VPS_UPLOAD_TOOL, VPS_DOWNLOAD_TOOL),
+    {
+      // Run in the executor, but only where the credentials key is set: the same rule as vps_run.
+      provide: SANDBOX_TOOLS,
+      inject: [ServersService],
+      useFactory: (servers: ServersService): SandboxToolContribution[] =>
+        [VPS_UPLOAD_TOOL, VPS_DOWNLOAD_TOOL].map((definition) => ({ definition, unavailableReason: () => servers.unavailableReason() })),
+    },
   ],
   exports: [SshSessionBackends],
 })

@@ -1,7 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { GATEWAY_TOOLS, GatewayTool, SANDBOX_TOOLS } from './gateway-tool';
-import { ToolDefinition } from './tool-definition';
+import { GATEWAY_TOOLS, GatewayTool, SANDBOX_TOOLS, SandboxToolContribution } from './gateway-tool';
 import { ToolRegistry } from './tool-registry';
 
 /**
@@ -21,7 +20,7 @@ export class GatewayToolCollector implements OnModuleInit {
   onModuleInit(): void {
     for (const wrapper of this.discovery.getProviders()) {
       if (wrapper.token === GATEWAY_TOOLS) for (const tool of wrapper.instance as GatewayTool[]) this.registry.registerGatewayTool(tool);
-      if (wrapper.token === SANDBOX_TOOLS) for (const definition of wrapper.instance as ToolDefinition[]) this.registry.register(definition);
+      if (wrapper.token === SANDBOX_TOOLS) for (const tool of wrapper.instance as SandboxToolContribution[]) this.registry.registerSandboxTool(tool);
     }
   }
 }

@@ -35,13 +35,14 @@ export function gatewayToolProviders(...tools: Array<Type<GatewayTool>>): Provid
 
 /**
  * Tools a feature module adds that run where the session's workspace is (sent to the
- * executor like the file tools), contributed as definitions only; GatewayToolCollector
- * registers them with the catalogue.
+ * executor like the file tools): their definitions, and why the deployment cannot run them
+ * when it cannot. GatewayToolCollector registers them with the catalogue.
  */
 export const SANDBOX_TOOLS = Symbol('SANDBOX_TOOLS');
 
-export function sandboxToolProviders(...definitions: ToolDefinition[]): Provider[] {
-  return [{ provide: SANDBOX_TOOLS, useValue: definitions }];
+export interface SandboxToolContribution {
+  definition: ToolDefinition;
+  unavailableReason?(): string | undefined;
 }
 
 export function toolOutput(output: string, metadata: Record<string, unknown> = {}): GatewayToolResult {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { FILE_TOOLS } from './definitions/file-tools';
 import { TERMINAL_TOOL } from './definitions/terminal-tool';
-import { GatewayTool } from './gateway-tool';
+import { GatewayTool, SandboxToolContribution } from './gateway-tool';
 import { ToolDefinition, ToolsetName } from './tool-definition';
 
 export const TOOLSET_NAMES = ['minimal', 'coding', 'research', 'browser', 'default', 'all'] as const;
@@ -26,6 +26,7 @@ export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly schemas = new Map<string, Record<string, unknown>>();
   private readonly gatewayTools = new Map<string, GatewayTool>();
+  private readonly sandboxAvailability = new Map<string, () => string | undefined>();
 
   constructor(gatewayTools: GatewayTool[] = []) {
     for (const tool of [...FILE_TOOLS, TERMINAL_TOOL]) this.register(tool);
@@ -36,6 +37,12 @@ export class ToolRegistry {
   registerGatewayTool(tool: GatewayTool): void {
     this.register(tool.definition);
     this.gatewayTools.set(tool.definition.name, tool);
+  }
+
+  /** Registers a tool a feature adds that runs in the sandbox, with what says whether it can run here. */
+  registerSandboxTool(tool: SandboxToolContribution): void {
+    this.register(tool.definition);
+    if (tool.unavailableReason) this.sandboxAvailability.set(tool.definition.name, () => tool.unavailableReason?.());
   }
 
   gatewayTool(name: string): GatewayTool | undefined {
@@ -51,7 +58,7 @@ export class ToolRegistry {
 
   /** Why a registered tool cannot run on this deployment, or undefined when it can. */
   unavailableReason(name: string): string | undefined {
-    return this.gatewayTools.get(name)?.unavailableReason?.();
+    return this.gatewayTools.has(name) ? this.gatewayTools.get(name)?.unavailableReason?.() : this.sandboxAvailability.get(name)?.();
   }
 
   get(name: string): ToolDefinition | undefined {
