@@ -1,11 +1,13 @@
 import { Controller, Delete, Get, HttpCode, Patch, Post, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
 import { DomainRules } from '@app/egress';
+import { AppError } from '@app/errors';
 import { AdminGuard } from '../auth/admin.guard';
 import { PathId, ValidBody } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
 import { createApiKeySchema, createTenantSchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
+import { ToolRegistry } from '../tools/tool-registry';
 import { EgressRulesRepository } from '../web/egress-rules.repository';
 
 @Controller('v1/admin')
@@ -14,6 +16,7 @@ export class AdminController {
   constructor(
     private readonly tenants: TenantsService,
     private readonly egress: EgressRulesRepository,
+    private readonly registry: ToolRegistry,
   ) {}
 
   @Post('tenants')
@@ -28,17 +31,29 @@ export class AdminController {
   }
 
   /**
-   * Changes limits, the saved run defaults and/or the egress rules (`egress` replaces both
-   * lists). Limits and defaults apply to the next session, run or sandbox the tenant
+   * Changes limits, the saved run defaults, the egress rules (`egress` replaces both lists)
+   * and/or the tools that need approval (`approval_required` replaces the list). Limits,
+   * defaults and approval tools apply to the next session, run or sandbox the tenant
    * creates; egress rules to the next outbound request.
    */
   @Patch('tenants/:id')
   async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
+    if (input.approval_required) this.checkToolNames(input.approval_required);
     let tenant = await this.tenants.get(tenantId);
     if (input.limits !== undefined) tenant = await this.tenants.updateLimits(tenantId, input.limits);
     if (input.run_defaults !== undefined) tenant = await this.tenants.setRunDefaults(tenantId, input.run_defaults);
+    if (input.approval_required !== undefined) tenant = await this.tenants.setApprovalRequired(tenantId, [...new Set(input.approval_required)].sort());
     const egress = input.egress ? await this.egress.set(tenantId, input.egress) : await this.egress.get(tenantId);
     return tenantJson(tenant, egress);
+  }
+
+  /** A name that is no tool would protect nothing, and a typo there should not pass silently. */
+  private checkToolNames(names: readonly string[]): void {
+    const known = new Set(this.registry.names());
+    const unknown = names.filter((name) => !known.has(name));
+    if (unknown.length > 0) {
+      throw AppError.validation(`approval_required names unknown tools: ${unknown.join(', ')}`, { field: 'approval_required', unknown });
+    }
   }
 
   /** Sets (or, with null, clears) the defaults of runs made with this key, over the tenant's. */
@@ -70,7 +85,15 @@ export class AdminController {
 }
 
 function tenantJson(t: TenantView, egress?: DomainRules) {
-  return { id: t.id, name: t.name, limits: t.limits, run_defaults: t.runDefaults, ...(egress ? { egress } : {}), created_at: t.createdAt.toISOString() };
+  return {
+    id: t.id,
+    name: t.name,
+    limits: t.limits,
+    run_defaults: t.runDefaults,
+    approval_required: t.approvalRequired,
+    ...(egress ? { egress } : {}),
+    created_at: t.createdAt.toISOString(),
+  };
 }
 
 function apiKeyJson(k: ApiKeyView) {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TenancyModule } from '../tenants/tenancy.module';
+import { ToolsModule } from '../tools/tools.module';
 import { WebModule } from '../web/web.module';
 import { AdminController } from './admin.controller';
 
@@ -8,7 +9,7 @@ import { AdminController } from './admin.controller';
  * above tenancy and runs, since a tenant's saved defaults are validated as run options.
  */
 @Module({
-  imports: [TenancyModule, WebModule],
+  imports: [TenancyModule, ToolsModule, WebModule],
   controllers: [AdminController],
 })
 export class AdminModule {}

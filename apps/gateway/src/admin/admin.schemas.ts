@@ -15,12 +15,21 @@ export const createTenantSchema = z
 /** `run_defaults` replaces the saved defaults as a whole; null clears them. */
 const runDefaultsPatch = runDefaultsSchema.nullable();
 
+/** Tool names that need approval in every run of the tenant; the controller checks each is a known tool. */
+const approvalRequired = z.array(z.string().min(1).max(128)).max(200);
+
 export const updateTenantSchema = z
-  .object({ limits: tenantLimitsPatchSchema.optional(), run_defaults: runDefaultsPatch.optional(), egress: domainRulesSchema.optional() })
-  .strict()
-  .refine((body) => body.limits !== undefined || body.run_defaults !== undefined || body.egress !== undefined, {
-    message: 'give limits, run_defaults, egress or any of them together',
+  .object({
+    limits: tenantLimitsPatchSchema.optional(),
+    run_defaults: runDefaultsPatch.optional(),
+    egress: domainRulesSchema.optional(),
+    approval_required: approvalRequired.optional(),
   })
+  .strict()
+  .refine(
+    (body) => body.limits !== undefined || body.run_defaults !== undefined || body.egress !== undefined || body.approval_required !== undefined,
+    { message: 'give limits, run_defaults, egress, approval_required or any of them together' },
+  )
   // The refinement above, as JSON Schema says it (route catalogues and the fuzz read it).
   .meta({ minProperties: 1 });
 

@@ -21,6 +21,8 @@ export interface RunContext {
   /** Tools its selection named that it may not use here, with the reason (delegation depth). */
   withheld: ReadonlyMap<string, string>;
   limits: EffectiveLimits;
+  /** Tools the tenant's operator marked as needing approval (read when a worker takes the run up). */
+  approvalRequired?: ReadonlySet<string>;
   /** The executor holding the session's sandbox, once it has one. */
   executorId: string | null;
   usage: RunUsage;

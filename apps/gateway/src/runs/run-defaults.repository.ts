@@ -20,4 +20,10 @@ export class RunDefaultsRepository {
       return { tenant: parseStoredRunDefaults(tenant?.runDefaults), apiKey: parseStoredRunDefaults(key?.runDefaults) };
     });
   }
+
+  /** The tools the tenant's operator marked as needing approval in every run of the tenant. */
+  async approvalRequired(tenantId: string): Promise<ReadonlySet<string>> {
+    const tenant = await this.db.system((tx) => tx.tenant.findUnique({ where: { id: tenantId }, select: { approvalRequired: true } }));
+    return new Set(tenant?.approvalRequired ?? []);
+  }
 }

@@ -7,6 +7,7 @@ import type { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { MAX_RECOVERIES, RunLoop } from './run-loop';
 import { RunOptions } from './run-options';
+import { RunDefaultsRepository } from './run-defaults.repository';
 import { RunToolSelection } from './run-tools';
 import { FakeExecutor, InMemoryRuns, ScriptedModel, silentLogger, testConfig } from './testing/in-memory-runs';
 import { INTERRUPTED_RESULT, ToolCallRunner } from './tool-call-runner';
@@ -43,6 +44,7 @@ function setUp(script: Script, options: RunOptions = {}) {
     enqueuer,
     control,
     new RunToolSelection(registry, config),
+    { approvalRequired: async () => new Set<string>() } as unknown as RunDefaultsRepository,
     model,
     config,
     silentLogger,

@@ -13,6 +13,7 @@ import { RunControlService } from './run-control.service';
 import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
+import { RunDefaultsRepository } from './run-defaults.repository';
 import { effectiveLimits } from './run-options';
 import { runToolsJson, RunToolSelection } from './run-tools';
 import { RunMessagesRepository } from './run-messages.repository';
@@ -60,6 +61,7 @@ export class RunLoop {
     private readonly enqueuer: RunEnqueuer,
     private readonly control: RunControlService,
     private readonly toolSelection: RunToolSelection,
+    private readonly tenantDefaults: RunDefaultsRepository,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -94,6 +96,7 @@ export class RunLoop {
         offered: tools.offered,
         withheld: tools.withheld,
         limits: effectiveLimits(run.options),
+        approvalRequired: await this.tenantDefaults.approvalRequired(tenantId),
         executorId: session?.executorId ?? null,
         usage,
         log,

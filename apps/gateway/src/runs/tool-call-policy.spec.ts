@@ -39,6 +39,22 @@ describe('decideCall', () => {
     expect(decideCall(call({ name: 'read_file', mutating: false }), ctx({ permissions: { deny: ['read_file'] } }))).toMatchObject({ code: 'rule_deny' });
   });
 
+  it("treats the tools the tenant marked as mutating, and a run's allow rule does not pass them", () => {
+    const fetch = call({ name: 'web_fetch', mutating: false, key: 'web_fetch:{}', subject: undefined, isShell: false });
+    const offered = new Set(['web_fetch']);
+    const marked = ctx({ offered, approvalRequired: new Set(['web_fetch']) });
+    expect(decideCall(fetch, { ...marked, approvalMode: 'prompt' })).toEqual({
+      kind: 'ask',
+      reason: 'web_fetch needs approval for this tenant and the approval mode is prompt',
+    });
+    expect(decideCall(fetch, { ...marked, approvalMode: 'deny' })).toMatchObject({ kind: 'refuse', code: 'mode_deny' });
+    expect(decideCall(fetch, { ...marked, approvalMode: 'prompt', permissions: { allow: ['web_fetch'] } }).kind).toBe('ask');
+    expect(decideCall(fetch, { ...marked, permissions: { deny: ['web_fetch'] } })).toMatchObject({ code: 'rule_deny' });
+    // Unmarked, or marked for another tool, it stays read-only.
+    expect(decideCall(fetch, ctx({ offered, approvalMode: 'prompt' }))).toEqual({ kind: 'run', via: 'read_only' });
+    expect(decideCall(fetch, ctx({ offered, approvalMode: 'prompt', approvalRequired: new Set(['browser']) }))).toEqual({ kind: 'run', via: 'read_only' });
+  });
+
   it('counts only identical calls in an unbroken row for the repetition guard', () => {
     expect(decideCall(call({ key: 'a' }), ctx({ earlierKeys: ['a', 'a'] })).kind).toBe('run');
     expect(decideCall(call({ key: 'a' }), ctx({ earlierKeys: ['a', 'a', 'a'] })).kind).toBe('refuse');

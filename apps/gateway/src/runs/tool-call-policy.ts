@@ -8,8 +8,10 @@ import { evaluatePermissions, PermissionRules } from './permission-rules';
  *   2. the tool is not offered to this run (toolset, enabled/disabled, allowlist);
  *   3. the arguments are not valid;
  *   4. repetition: the same call with the same arguments was made `repeat_limit` times in a row just before;
- *   5. permission rules: deny, then ask, then allow;
- *   6. the approval mode: auto runs, deny refuses mutating tools, prompt asks for them.
+ *   5. permission rules: deny, then ask, then allow (an allow rule does not pass a tool the
+ *      tenant's operator marked as needing approval: a run cannot switch that off);
+ *   6. the approval mode: auto runs, deny refuses mutating tools, prompt asks for them. The
+ *      tools the tenant marked count as mutating here.
  */
 export type CallDecision =
   | { kind: 'run'; via: 'auto' | 'rule_allow' | 'read_only'; rule?: string }
@@ -37,6 +39,8 @@ export interface PolicyContext {
   withheld?: ReadonlyMap<string, string>;
   approvalMode: 'auto' | 'prompt' | 'deny';
   permissions?: PermissionRules;
+  /** Tools the tenant's operator marked as needing approval: treated as mutating, whatever the run's rules say. */
+  approvalRequired?: ReadonlySet<string>;
   hardStopAfter: number;
   repeatLimit: number;
   /** Keys of this run's earlier calls, oldest first. */
@@ -69,8 +73,10 @@ export function decideCall(call: CallFacts, ctx: PolicyContext): CallDecision {
     return { kind: 'refuse', code: 'rule_deny', message: `refused: the permission rule deny ${rule.rule} forbids this call, so nothing ran.` };
   }
   if (rule?.verdict === 'ask') return { kind: 'ask', reason: `permission rule ask ${rule.rule}`, rule: rule.rule };
-  if (rule?.verdict === 'allow') return { kind: 'run', via: 'rule_allow', rule: rule.rule };
-  if (!call.mutating) return { kind: 'run', via: 'read_only' };
+  const tenantRequired = ctx.approvalRequired?.has(call.name) ?? false;
+  if (rule?.verdict === 'allow' && !tenantRequired) return { kind: 'run', via: 'rule_allow', rule: rule.rule };
+  if (!call.mutating && !tenantRequired) return { kind: 'run', via: 'read_only' };
+  const why = tenantRequired ? 'needs approval for this tenant' : 'changes state';
   switch (ctx.approvalMode) {
     case 'auto':
       return { kind: 'run', via: 'auto' };
@@ -78,10 +84,10 @@ export function decideCall(call: CallFacts, ctx: PolicyContext): CallDecision {
       return {
         kind: 'refuse',
         code: 'mode_deny',
-        message: `refused: ${call.name} changes state and this run's approval mode is deny, so nothing ran. Tools that only read still work.`,
+        message: `refused: ${call.name} ${why} and this run's approval mode is deny, so nothing ran. Tools that only read still work.`,
       };
     case 'prompt':
-      return { kind: 'ask', reason: `${call.name} changes state and the approval mode is prompt` };
+      return { kind: 'ask', reason: `${call.name} ${why} and the approval mode is prompt` };
   }
 }
 

@@ -85,6 +85,7 @@ export class ToolCallRunner {
             withheld: ctx.withheld,
             approvalMode: ctx.run.options.approval_mode ?? 'auto',
             permissions: ctx.run.options.permissions,
+            approvalRequired: ctx.approvalRequired,
             hardStopAfter: ctx.limits.hardStopAfter,
             repeatLimit: ctx.limits.repeatLimit,
             earlierKeys,

@@ -16,6 +16,8 @@ export interface TenantView {
   name: string;
   limits: TenantLimits;
   runDefaults: SavedRunDefaults | null;
+  /** Tools this tenant's runs treat as changing state, for approvals. */
+  approvalRequired: string[];
   createdAt: Date;
 }
 
@@ -75,6 +77,12 @@ export class TenantsRepository implements ApiKeyStore {
     return res.count > 0 ? this.findById(id) : null;
   }
 
+  /** Replaces the tools that need approval in the tenant's runs ([] clears them). Null when there is no tenant. */
+  async setApprovalRequired(id: string, tools: string[]): Promise<TenantView | null> {
+    const res = await this.db.system((tx) => tx.tenant.updateMany({ where: { id }, data: { approvalRequired: tools } }));
+    return res.count > 0 ? this.findById(id) : null;
+  }
+
   async listKeys(tenantId: string): Promise<ApiKeyView[]> {
     const rows = await this.db.system((tx) =>
       tx.apiKey.findMany({ where: { tenantId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], select: API_KEY_COLUMNS }),
@@ -115,12 +123,20 @@ export class TenantsRepository implements ApiKeyStore {
   }
 }
 
-function toTenant(row: { id: string; name: string; limits: Prisma.JsonValue; runDefaults: Prisma.JsonValue; createdAt: Date }): TenantView {
+function toTenant(row: {
+  id: string;
+  name: string;
+  limits: Prisma.JsonValue;
+  runDefaults: Prisma.JsonValue;
+  approvalRequired: string[];
+  createdAt: Date;
+}): TenantView {
   return {
     id: row.id,
     name: row.name,
     limits: parseStoredLimits(row.limits),
     runDefaults: storedRunDefaults(row.runDefaults),
+    approvalRequired: row.approvalRequired,
     createdAt: row.createdAt,
   };
 }

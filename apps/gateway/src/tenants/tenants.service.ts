@@ -39,6 +39,13 @@ export class TenantsService {
     return tenant;
   }
 
+  /** Replaces the tools that need approval in the tenant's runs ([] clears them). */
+  async setApprovalRequired(id: string, tools: string[]): Promise<TenantView> {
+    const tenant = await this.tenants.setApprovalRequired(id, tools);
+    if (!tenant) throw AppError.notFound('tenant', id);
+    return tenant;
+  }
+
   /** Replaces the defaults of the runs made with one API key (null clears them). */
   async setKeyRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<ApiKeyView> {
     const key = await this.tenants.setKeyRunDefaults(id, defaults);
