@@ -1,4 +1,7 @@
 import type { Logger } from 'pino';
+import type { TenantTool } from '../tools/tenant-tool';
+import type { ToolDefinition } from '../tools/tool-definition';
+import type { ToolRegistry } from '../tools/tool-registry';
 import { EffectiveLimits } from './run-options';
 import { RunView } from './runs.repository';
 
@@ -20,6 +23,10 @@ export interface RunContext {
   offered: Set<string>;
   /** Tools its selection named that it may not use here, with the reason (delegation depth). */
   withheld: ReadonlyMap<string, string>;
+  /** The offered tools the run's tenant added (MCP, OpenAPI), listed again before each model turn. */
+  tenantTools: ReadonlyMap<string, TenantTool>;
+  /** Tool source problems already reported on this run (each once, not at every turn). */
+  reportedProblems: Set<string>;
   limits: EffectiveLimits;
   /** Tools the tenant's operator marked as needing approval (read when a worker takes the run up). */
   approvalRequired?: ReadonlySet<string>;
@@ -27,6 +34,11 @@ export interface RunContext {
   executorId: string | null;
   usage: RunUsage;
   log: Logger;
+}
+
+/** A tool the run can name: built in, or added by its tenant. */
+export function runToolDefinition(registry: ToolRegistry, ctx: Pick<RunContext, 'tenantTools'>, name: string): ToolDefinition | undefined {
+  return registry.get(name) ?? ctx.tenantTools.get(name)?.definition;
 }
 
 export function usageFrom(stored: Record<string, unknown> | null): RunUsage {

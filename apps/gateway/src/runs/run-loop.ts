@@ -15,7 +15,7 @@ import { RunEventsService } from './run-events.service';
 import { toModelMessages } from './run-history';
 import { RunDefaultsRepository } from './run-defaults.repository';
 import { effectiveLimits } from './run-options';
-import { runToolsJson, RunToolSelection } from './run-tools';
+import { runToolsJson, RunToolSelection, RunToolsWithTenant } from './run-tools';
 import { RunMessagesRepository } from './run-messages.repository';
 import { RunsRepository, RunView } from './runs.repository';
 import { TextDeltaBuffer } from './text-delta-buffer';
@@ -74,7 +74,7 @@ export class RunLoop {
     // Counted from what earlier workers stored; the context updates this same object.
     const usage = usageFrom(run.usage);
     try {
-      const tools = this.toolSelection.forRun(run);
+      const tools = await this.toolSelection.withTenantTools(run, signal);
       if (run.status === 'queued') {
         if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
         const seqs = await this.runs.start(tenantId, run, runToolsJson(tools));
@@ -95,12 +95,15 @@ export class RunLoop {
         signal,
         offered: tools.offered,
         withheld: tools.withheld,
+        tenantTools: tools.tenantTools,
+        reportedProblems: new Set(),
         limits: effectiveLimits(run.options),
         approvalRequired: await this.tenantDefaults.approvalRequired(tenantId),
         executorId: session?.executorId ?? null,
         usage,
         log,
       };
+      await this.reportToolProblems(ctx, tools.problems);
       return await this.drive(ctx);
     } catch (err) {
       if (signal.aborted) return 'aborted';
@@ -134,8 +137,30 @@ export class RunLoop {
         continue;
       }
       await this.checkHardStop(ctx);
+      if (answer) await this.refreshTenantTools(ctx);
       const response = await this.callModel(ctx);
       await this.recordAnswer(ctx, response);
+    }
+  }
+
+  /**
+   * Lists the tenant's own tools again before a model turn (the first turn uses the listing
+   * the run started with): a server whose tool list changed, or that failed or recovered,
+   * takes effect from this turn. Built-in tools stay as they were chosen.
+   */
+  private async refreshTenantTools(ctx: RunContext): Promise<void> {
+    const fresh = await this.toolSelection.withTenantTools(ctx.run, ctx.signal);
+    ctx.offered = fresh.offered;
+    ctx.tenantTools = fresh.tenantTools;
+    await this.reportToolProblems(ctx, fresh.problems);
+  }
+
+  /** A tool source that failed is reported once per run (a run event), then skipped. */
+  private async reportToolProblems(ctx: RunContext, problems: RunToolsWithTenant['problems']): Promise<void> {
+    for (const problem of problems) {
+      if (ctx.reportedProblems.has(problem.key)) continue;
+      ctx.reportedProblems.add(problem.key);
+      await this.events.emit(ctx.run.tenantId, ctx.run.id, problem.event);
     }
   }
 
@@ -158,7 +183,10 @@ export class RunLoop {
     const { run } = ctx;
     const model = run.options.model ?? this.config.RUNBOX_MODEL;
     if (!model) throw new RunFailure('no model given: set "model" on the run or RUNBOX_MODEL');
-    const manifest: ModelToolSpec[] = this.registry.manifest(ctx.offered).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+    const manifest: ModelToolSpec[] = [
+      ...this.registry.manifest(ctx.offered).map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+      ...[...ctx.tenantTools.values()].map((t) => ({ name: t.definition.name, description: t.definition.description, parameters: t.inputSchema })),
+    ];
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;

@@ -1,7 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { TenantTool } from '../tools/tenant-tool';
+import { NO_TENANT_TOOLS, TenantTools, TenantToolSet } from '../tools/tenant-tools';
 import { ToolRegistry } from '../tools/tool-registry';
-import { DroppedTool, selectTools, SelectedTool } from '../tools/tool-selection';
+import { DroppedTool, selectTenantTools, selectTools, SelectedTool } from '../tools/tool-selection';
 import { RunOptions } from './run-options';
 
 /** The tool that starts sub-runs; how deep they may nest is the deployment's choice. */
@@ -18,6 +20,14 @@ export interface RunTools {
   dropped: DroppedTool[];
 }
 
+/** A run's tools with the tenant-added ones it gets (MCP servers, OpenAPI services). */
+export interface RunToolsWithTenant extends RunTools {
+  /** The offered tenant tools, by name. */
+  tenantTools: ReadonlyMap<string, TenantTool>;
+  /** Sources that could not list their tools just now (reported on the run, then skipped). */
+  problems: TenantToolSet['problems'];
+}
+
 /**
  * Which tools a run may use: its selection (TOOLS.md: the `tools` patterns or the toolset,
  * then enabled/disabled), less the tools that cannot run here: those the deployment has
@@ -29,7 +39,33 @@ export class RunToolSelection {
   constructor(
     private readonly registry: ToolRegistry,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    @Optional() private readonly tenantTools?: TenantTools,
   ) {}
+
+  /**
+   * forRun plus the tools the run's tenant added, listed now: a run asks again before each
+   * model turn, so a server's changed tool list takes effect from the next turn.
+   */
+  async withTenantTools(
+    run: { tenantId: string; sessionId: string; options: RunOptions; depth: number },
+    signal?: AbortSignal,
+  ): Promise<RunToolsWithTenant> {
+    const base = this.forRun(run);
+    const listed = !this.tenantTools ? NO_TENANT_TOOLS : await this.tenantTools.list(run.tenantId, { sessionId: run.sessionId, signal }).catch(() => NO_TENANT_TOOLS);
+    const { options } = run;
+    const picked = selectTenantTools(
+      [...listed.tools.values()].map((t) => ({ name: t.definition.name, groups: t.groups })),
+      { toolset: options.toolset ?? 'default', patterns: options.tools, enabled: options.enabled, disabled: options.disabled },
+    );
+    const tenantTools = new Map(picked.tools.map((t) => [t.name, listed.tools.get(t.name) as TenantTool]));
+    // A name the built-in catalogue does not know but a tenant tool answers to is not unknown.
+    const unknown = tenantToolNames(options)
+      .filter((name) => !picked.matched.has(name))
+      .map((name) => ({ name, reason: 'unknown' as const }));
+    const dropped = [...base.dropped, ...picked.dropped, ...unknown];
+    const tools = [...base.tools, ...picked.tools].sort((a, b) => a.name.localeCompare(b.name));
+    return { offered: new Set(tools.map((t) => t.name)), withheld: base.withheld, tools, dropped, tenantTools, problems: listed.problems };
+  }
 
   forRun(run: { options: RunOptions; depth: number }): RunTools {
     const { options } = run;
@@ -47,7 +83,10 @@ export class RunToolSelection {
       if (why !== undefined) withheld.set(name, why);
     }
     const tools = selection.tools.filter((t) => !withheld.has(t.name));
-    const dropped = [...selection.dropped, ...[...withheld].map(([name, detail]) => ({ name, reason: 'unavailable' as const, detail }))];
+    // Names with `__` belong to tenant-added tools (mcp__server__tool, service__operation):
+    // whether they are known is decided when the run lists its tenant's tools.
+    const known = selection.dropped.filter((d) => !(d.reason === 'unknown' && namesTenantTool(d.name)));
+    const dropped = [...known, ...[...withheld].map(([name, detail]) => ({ name, reason: 'unavailable' as const, detail }))];
     return { offered: new Set(tools.map((t) => t.name)), withheld, tools, dropped };
   }
 
@@ -55,6 +94,16 @@ export class RunToolSelection {
     const maxDepth = this.config.RUNBOX_DELEGATE_MAX_DEPTH;
     return depth >= maxDepth ? depthLimitReason(depth, maxDepth) : undefined;
   }
+}
+
+/** Whether a `tools`/`enabled`/`disabled` entry can only mean a tenant-added tool or its group. */
+function namesTenantTool(entry: string): boolean {
+  return entry.includes('__');
+}
+
+function tenantToolNames(options: RunOptions): string[] {
+  const entries = [...(options.tools ?? []), ...(options.enabled ?? []), ...(options.disabled ?? [])];
+  return [...new Set(entries.filter(namesTenantTool))];
 }
 
 /** The tools part of a run object and of its run.started event. */

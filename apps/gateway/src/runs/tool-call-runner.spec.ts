@@ -53,6 +53,8 @@ describe('ToolCallRunner.pass', () => {
       signal: new AbortController().signal,
       offered: new Set(registry.toolset('default')),
       withheld: new Map(),
+      tenantTools: new Map(),
+      reportedProblems: new Set(),
       limits: effectiveLimits(options),
       executorId: null,
       usage: { input_tokens: 0, output_tokens: 0, model_calls: 1, tool_calls: 0 },

@@ -7,7 +7,7 @@ import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '
 import { ToolRegistry } from '../tools/tool-registry';
 import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
 import { abortKind, raceAbort } from './run-abort';
-import { RunContext, RunFailure } from './run-context';
+import { RunContext, RunFailure, runToolDefinition } from './run-context';
 import { RunEventsService } from './run-events.service';
 import { NewEvent } from './run-tx';
 import { CallFacts, callMutates, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
@@ -57,8 +57,8 @@ export class ToolCallRunner {
     const blocked = new Set<string>();
     const runnable: Runnable[] = [];
     for (const call of turn) {
-      const order = this.orderingKey(call);
-      const facts = this.facts(call);
+      const order = this.orderingKey(ctx, call);
+      const facts = this.facts(ctx, call);
       const earlierKeys = [...keys];
       keys.push(facts.key);
       switch (call.status) {
@@ -66,7 +66,7 @@ export class ToolCallRunner {
           // We hold the run's claim, so nobody is running it now: its worker died mid-call.
           // A call that drives a sub-run picks the sub-run up where it stopped; any other
           // call's outcome is unknown, so it is reported and never run again.
-          if (this.registry.get(call.name)?.drivesSubRun) runnable.push({ call, via: call.decision ?? 'auto', resumed: true });
+          if (runToolDefinition(this.registry, ctx, call.name)?.drivesSubRun) runnable.push({ call, via: call.decision ?? 'auto', resumed: true });
           else await this.finish(ctx, call, { status: 'interrupted', output: INTERRUPTED_RESULT, isError: true, decision: call.decision ?? undefined });
           break;
         case 'denied':
@@ -123,7 +123,7 @@ export class ToolCallRunner {
     const chains = new Map<string, Promise<void>>();
     const all: Array<Promise<void>> = [];
     for (const item of runnable) {
-      const key = this.orderingKey(item.call);
+      const key = this.orderingKey(ctx, item.call);
       const next = (chains.get(key) ?? Promise.resolve()).then(() => this.runOne(ctx, item));
       chains.set(key, next.catch(() => undefined));
       all.push(next);
@@ -162,7 +162,7 @@ export class ToolCallRunner {
     const watchdog = new AbortController();
     // A sub-run is bounded by its own limits (tool timeouts, hard stop, approval timeout)
     // and may wait for a person, so no watchdog is put on the call that drives it.
-    const timer = this.registry.get(call.name)?.drivesSubRun ? undefined : setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
+    const timer = runToolDefinition(this.registry, ctx, call.name)?.drivesSubRun ? undefined : setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
     try {
       const work = this.tools.execute(
         {
@@ -176,6 +176,7 @@ export class ToolCallRunner {
           maxOutputChars: ctx.limits.maxOutputChars,
           timeouts: ctx.limits.timeouts,
           signal: ctx.signal,
+          tenantTools: ctx.tenantTools,
         },
         call.name,
         call.arguments,
@@ -214,7 +215,7 @@ export class ToolCallRunner {
    * stuck on one call.
    */
   private watchdogMs(ctx: RunContext, call: ToolCallView): number {
-    const seconds = toolTimeLimitSeconds(call.name, this.registry.get(call.name), call.arguments, ctx.limits.timeouts);
+    const seconds = toolTimeLimitSeconds(call.name, runToolDefinition(this.registry, ctx, call.name), call.arguments, ctx.limits.timeouts);
     return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
   }
 
@@ -242,8 +243,8 @@ export class ToolCallRunner {
     this.events.announce(ctx.run.id, seqs);
   }
 
-  private facts(call: ToolCallView): CallFacts {
-    const tool = this.registry.get(call.name);
+  private facts(ctx: RunContext, call: ToolCallView): CallFacts {
+    const tool = runToolDefinition(this.registry, ctx, call.name);
     const args = call.arguments;
     let argumentProblem: string | undefined;
     let parsed: Record<string, unknown> | undefined;
@@ -254,7 +255,7 @@ export class ToolCallRunner {
           : `the arguments for ${call.name} are not valid JSON; send a JSON object`;
     } else if (tool) {
       try {
-        parsed = this.tools.parseArguments(call.name, args);
+        parsed = this.tools.parseArguments(call.name, args, tool);
       } catch (err) {
         if (!(err instanceof InvalidToolArgumentsError)) throw err;
         argumentProblem = err.message;
@@ -271,8 +272,8 @@ export class ToolCallRunner {
     };
   }
 
-  private orderingKey(call: ToolCallView): string {
-    return callOrderingKey(call, this.registry.get(call.name)?.pathArgument);
+  private orderingKey(ctx: RunContext, call: ToolCallView): string {
+    return callOrderingKey(call, runToolDefinition(this.registry, ctx, call.name)?.pathArgument);
   }
 }
 

@@ -5,6 +5,9 @@ import { toStorableText } from '../common/storable-text';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { SESSION_TOOL_ROUTER, SessionToolRouter } from './session-tool-router';
+import { TenantTool } from './tenant-tool';
+import { TenantTools } from './tenant-tools';
+import { ToolDefinition } from './tool-definition';
 import { ToolRegistry } from './tool-registry';
 import { applyOutputBudget, enforceOutputBudget } from './output-budget';
 import { toolTimeLimitSeconds } from './tool-time-limit';
@@ -28,6 +31,8 @@ export interface ToolContext {
   timeouts?: Record<string, number>;
   /** Aborted when the run is cancelled; tools that run in the gateway (rag_index) stop on it. */
   signal?: AbortSignal;
+  /** The tenant-added tools a run was offered; direct calls look them up when called. */
+  tenantTools?: ReadonlyMap<string, TenantTool>;
 }
 
 /** An infrastructure failure (not the tool's own error): the caller cannot go on normally. */
@@ -53,11 +58,15 @@ export class ToolRouter {
     private readonly registry: ToolRegistry,
     private readonly executor: ExecutorClient,
     @Optional() @Inject(SESSION_TOOL_ROUTER) private readonly sessionRouter?: SessionToolRouter,
+    @Optional() private readonly tenantTools?: TenantTools,
   ) {}
 
-  /** Validates arguments; throws InvalidToolArgumentsError naming each bad field. */
-  parseArguments(name: string, args: unknown): Record<string, unknown> {
-    const tool = this.registry.get(name);
+  /**
+   * Validates arguments; throws InvalidToolArgumentsError naming each bad field. `definition`
+   * is for tools the registry does not hold (a tenant's).
+   */
+  parseArguments(name: string, args: unknown, definition?: ToolDefinition): Record<string, unknown> {
+    const tool = definition ?? this.registry.get(name);
     if (!tool) throw new UnknownToolError(`unknown tool ${name}`);
     const parsed = tool.parameters.safeParse(args ?? {});
     if (!parsed.success) {
@@ -68,6 +77,8 @@ export class ToolRouter {
   }
 
   async execute(ctx: ToolContext, name: string, rawArgs: unknown): Promise<ToolResult & { executorId?: string }> {
+    const tenantTool = this.registry.get(name) ? undefined : await this.tenantTool(ctx, name);
+    if (tenantTool) return this.executeTenantTool(ctx, tenantTool, rawArgs);
     const tool = this.registry.get(name);
     if (!tool) throw new UnknownToolError(`unknown tool ${name}`);
     const args = this.parseArguments(name, rawArgs);
@@ -103,6 +114,26 @@ export class ToolRouter {
     // catches a sandbox that did not, and never cuts the agent's notes. What a program
     // printed may hold NUL bytes, which no text column can store.
     return { ...reply.result, output: toStorableText(enforceOutputBudget(reply.result.output, maxOutputChars)), executorId: reply.executor_id };
+  }
+
+  /** A run passes what it was offered; a direct call looks the name up among the tenant's tools. */
+  private async tenantTool(ctx: ToolContext, name: string): Promise<TenantTool | undefined> {
+    if (ctx.tenantTools) return ctx.tenantTools.get(name);
+    return this.tenantTools?.find(ctx.tenantId, name, { sessionId: ctx.sessionId, signal: ctx.signal });
+  }
+
+  /** A tenant-added tool runs in the gateway; its result says which server or service it came from. */
+  private async executeTenantTool(ctx: ToolContext, tool: TenantTool, rawArgs: unknown): Promise<GatewayToolResult> {
+    const { name } = tool.definition;
+    const args = this.parseArguments(name, rawArgs, tool.definition);
+    const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
+    const timeoutSeconds = toolTimeLimitSeconds(name, tool.definition, args, ctx.timeouts);
+    const result = await tool.execute({ ...ctx, maxOutputChars, timeoutMs: timeoutSeconds * 1000 }, args);
+    return {
+      ...result,
+      metadata: { ...result.metadata, origin: tool.origin },
+      output: toStorableText(applyOutputBudget(result.output, maxOutputChars)),
+    };
   }
 
   private async executeInGateway(

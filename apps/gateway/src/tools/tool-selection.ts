@@ -109,3 +109,47 @@ function matches(pattern: string, name: string): boolean {
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** What a run's selection gives of the tools its tenant added (see selectTenantTools). */
+export interface TenantToolSelection {
+  tools: SelectedTool[];
+  dropped: DroppedTool[];
+  /** The `tools`, `enabled` and `disabled` entries that named a tenant tool or its group. */
+  matched: Set<string>;
+}
+
+/**
+ * The tenant-added tools (MCP servers, OpenAPI services) a run gets. They belong to toolset
+ * `all` only; otherwise a run gets them by naming them, or their group (`mcp__github` for
+ * every tool of the server `github`), in `tools` (patterns, `!` excludes and wins) or
+ * `enabled`; `disabled` takes them away by name or group, like any tool.
+ */
+export function selectTenantTools(
+  tools: ReadonlyArray<{ name: string; groups: readonly string[] }>,
+  { toolset, patterns, enabled = [], disabled = [] }: Omit<ToolSelectionInput, 'registered' | 'toolset'> & { toolset: string },
+): TenantToolSelection {
+  const matched = new Set<string>();
+  const hits = (entry: string, tool: { name: string; groups: readonly string[] }) => {
+    const hit = matches(entry, tool.name) || tool.groups.some((g) => matches(entry, g));
+    if (hit) matched.add(entry);
+    return hit;
+  };
+  const chosen = new Map<string, string>();
+  const dropped: DroppedTool[] = [];
+  for (const tool of tools) {
+    if (patterns === undefined) {
+      if (toolset === 'all') chosen.set(tool.name, 'toolset:all');
+    } else {
+      const include = patterns.filter((p) => !p.startsWith('!')).find((p) => hits(p, tool));
+      const exclude = patterns.filter((p) => p.startsWith('!')).find((p) => hits(p.slice(1), tool));
+      if (exclude !== undefined) matched.add(exclude);
+      if (include !== undefined && exclude !== undefined) dropped.push({ name: tool.name, reason: 'disabled' });
+      else if (include !== undefined) chosen.set(tool.name, `tools:${include}`);
+    }
+    const enabler = enabled.find((e) => hits(e, tool));
+    if (enabler !== undefined && !chosen.has(tool.name)) chosen.set(tool.name, 'enabled');
+    if (disabled.some((d) => hits(d, tool)) && chosen.delete(tool.name)) dropped.push({ name: tool.name, reason: 'disabled' });
+  }
+  const selected = [...chosen].map(([name, source]) => ({ name, source })).sort((a, b) => a.name.localeCompare(b.name));
+  return { tools: selected, dropped, matched };
+}

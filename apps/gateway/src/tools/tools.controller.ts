@@ -1,19 +1,41 @@
 import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiKeyGuard } from '../auth/api-key.guard';
-import { TOOLSET_NAMES, ToolRegistry } from './tool-registry';
+import { TenantId } from '../common/request-context';
+import { TenantTool } from './tenant-tool';
+import { TenantTools } from './tenant-tools';
+import { ToolManifestEntry, TOOLSET_NAMES, ToolRegistry } from './tool-registry';
 
 @Controller('v1')
 @UseGuards(ApiKeyGuard)
 export class ToolsController {
-  constructor(private readonly registry: ToolRegistry) {}
+  constructor(
+    private readonly registry: ToolRegistry,
+    private readonly tenantTools: TenantTools,
+  ) {}
 
+  /** The built-in catalogue, then the tools the caller's tenant added (MCP servers, OpenAPI services). */
   @Get('tools')
-  tools() {
-    return { data: this.registry.manifest() };
+  async tools(@TenantId() tenantId: string) {
+    const own = await this.tenantTools.list(tenantId);
+    return { data: [...this.registry.manifest(), ...[...own.tools.values()].map(tenantManifestEntry)] };
   }
 
   @Get('toolsets')
-  toolsets() {
-    return { data: TOOLSET_NAMES.map((name) => ({ name, tools: this.registry.toolset(name) })) };
+  async toolsets(@TenantId() tenantId: string) {
+    const own = [...(await this.tenantTools.list(tenantId)).tools.keys()];
+    return { data: TOOLSET_NAMES.map((name) => ({ name, tools: name === 'all' ? [...this.registry.toolset(name), ...own].sort() : this.registry.toolset(name) })) };
   }
+}
+
+function tenantManifestEntry(tool: TenantTool): ToolManifestEntry & { origin: string } {
+  const { definition } = tool;
+  return {
+    name: definition.name,
+    description: definition.description,
+    parameters: tool.inputSchema,
+    mutating: definition.mutating,
+    toolsets: ['all'],
+    available: true,
+    origin: tool.origin,
+  };
 }
