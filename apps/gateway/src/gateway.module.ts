@@ -8,6 +8,7 @@ import { AdminModule } from './admin/admin.module';
 import { DelegationModule } from './delegation/delegation.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
+import { McpModule } from './mcp/mcp.module';
 import { MemoryModule } from './memory/memory.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { RetrievalModule } from './rag/retrieval.module';
@@ -83,6 +84,7 @@ const FEATURES = [
   SessionsModule,
   ServersModule,
   WebModule,
+  McpModule,
   RunsModule,
   DelegationModule,
   MemoryModule,

@@ -1,0 +1,257 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { CallToolResult, ErrorCode, McpError, Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
+/** A connected MCP client and how to let go of it (ends the transport: a socket, a sandbox process). */
+export interface McpLink {
+  client: Client;
+  close(): Promise<void>;
+}
+
+/** A server as the cache needs it: `key` names the connection, `version` its configuration. */
+export interface McpTarget {
+  /** `<tenant>:<server id>`, plus `:<session>` for stdio servers, whose process lives in one session's sandbox. */
+  key: string;
+  version: number;
+  /** Connects (the MCP `initialize` handshake included) within `timeoutMs`. */
+  connect(timeoutMs: number): Promise<McpLink>;
+  /** Called after each connection attempt, listing or call that says something about the server's health. */
+  onHealth(health: McpHealthReport): void;
+}
+
+export type McpHealthReport = { ok: true; at: Date } | { ok: false; at: Date; error: string; parked: boolean };
+
+export type McpListing = { ok: true; tools: Tool[] } | { ok: false; error: string };
+
+export interface McpLimits {
+  connectTimeoutMs: number;
+  listTimeoutMs: number;
+  /** How long a listing is answered from the cache without asking the server again. */
+  listFreshMs: number;
+  /** Tools kept per server; a longer list is cut (and said so in the log). */
+  maxTools: number;
+  /** First reconnect delay after a failure; doubled at each further failure up to maxBackoffMs. */
+  backoffMs: number;
+  maxBackoffMs: number;
+  /** After this many failures in a row the server is parked: not tried again for parkMs. */
+  parkAfterFailures: number;
+  parkMs: number;
+  /** A connection nobody used for this long is closed. */
+  idleMs: number;
+}
+
+export const MCP_LIMITS: McpLimits = {
+  connectTimeoutMs: 5_000,
+  listTimeoutMs: 5_000,
+  listFreshMs: 60_000,
+  maxTools: 128,
+  backoffMs: 1_000,
+  maxBackoffMs: 60_000,
+  parkAfterFailures: 5,
+  parkMs: 5 * 60_000,
+  idleMs: 10 * 60_000,
+};
+
+/** Pages of tools/list followed before giving up on a server that keeps sending cursors. */
+const MAX_LIST_PAGES = 10;
+
+interface Entry {
+  version: number;
+  link?: Promise<McpLink>;
+  tools?: Tool[];
+  listedAt: number;
+  /** Set by notifications/tools/list_changed: the next listing asks the server. */
+  stale: boolean;
+  refreshing?: Promise<McpListing>;
+  failures: number;
+  retryAt: number;
+  parked: boolean;
+  lastError?: string;
+  usedAt: number;
+}
+
+/**
+ * The gateway's MCP connections, one per server configuration (and session, for stdio): a
+ * listing is answered from the cache while fresh, so each model turn and GET /v1/tools stay
+ * cheap; `notifications/tools/list_changed` makes the next listing ask again. A failure
+ * drops the connection and backs off (1 s, 2 s, 4 s ... up to a minute) before the next
+ * attempt; a server that failed `parkAfterFailures` times in a row is parked and re-probed
+ * after `parkMs`. Slow tool calls time out without counting against the server.
+ */
+export class McpConnections {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly limits: McpLimits = MCP_LIMITS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async tools(target: McpTarget): Promise<McpListing> {
+    const entry = this.entry(target);
+    if (entry.tools && !entry.stale && this.now() - entry.listedAt < this.limits.listFreshMs) return { ok: true, tools: entry.tools };
+    const waiting = this.waiting(entry);
+    if (waiting) return { ok: false, error: waiting };
+    entry.refreshing ??= this.refresh(target, entry).finally(() => (entry.refreshing = undefined));
+    return entry.refreshing;
+  }
+
+  /**
+   * Calls a tool. A tool's own error, a timeout or a refused call is the call's result; a
+   * broken connection counts against the server (and the next call reconnects).
+   */
+  async call(target: McpTarget, tool: string, args: Record<string, unknown>, options: { timeoutMs: number; signal?: AbortSignal }): Promise<CallToolResult> {
+    const entry = this.entry(target);
+    const waiting = this.waiting(entry);
+    if (waiting) return errorResult(`the MCP server is unavailable: ${waiting}`);
+    let link: McpLink;
+    try {
+      link = await this.linkOf(target, entry);
+    } catch (err) {
+      this.fail(target, entry, err);
+      return errorResult(`could not connect to the MCP server: ${messageOf(err)}`);
+    }
+    try {
+      const result = (await link.client.callTool({ name: tool, arguments: args }, undefined, { timeout: options.timeoutMs, signal: options.signal })) as CallToolResult;
+      this.succeed(target, entry);
+      return result;
+    } catch (err) {
+      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return errorResult(`${tool} did not answer within ${options.timeoutMs / 1000} s`);
+      if (options.signal?.aborted) return errorResult(`${tool} was cancelled`);
+      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return errorResult(`the MCP server refused the call: ${messageOf(err)}`);
+      this.fail(target, entry, err);
+      return errorResult(`the MCP server failed: ${messageOf(err)}`);
+    }
+  }
+
+  /** Drops every connection of a server (its configuration changed or it was deleted). */
+  async forget(keyPrefix: string): Promise<void> {
+    const closing: Array<Promise<void>> = [];
+    for (const [key, entry] of this.entries) {
+      if (key !== keyPrefix && !key.startsWith(`${keyPrefix}:`)) continue;
+      this.entries.delete(key);
+      closing.push(closeLink(entry));
+    }
+    await Promise.all(closing);
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.entries.values()];
+    this.entries.clear();
+    await Promise.all(all.map(closeLink));
+  }
+
+  private entry(target: McpTarget): Entry {
+    this.closeIdle();
+    let entry = this.entries.get(target.key);
+    if (entry && entry.version !== target.version) {
+      void closeLink(entry);
+      entry = undefined;
+    }
+    if (!entry) {
+      entry = { version: target.version, listedAt: 0, stale: false, failures: 0, retryAt: 0, parked: false, usedAt: this.now() };
+      this.entries.set(target.key, entry);
+    }
+    entry.usedAt = this.now();
+    return entry;
+  }
+
+  /** Why the server is not tried now (backing off or parked), or undefined when it may be. */
+  private waiting(entry: Entry): string | undefined {
+    const left = entry.retryAt - this.now();
+    if (left <= 0) return undefined;
+    const when = `${Math.ceil(left / 1000)} s`;
+    return entry.parked ? `${entry.lastError} (parked after ${entry.failures} failures in a row; probed again in ${when})` : `${entry.lastError} (retrying in ${when})`;
+  }
+
+  private async refresh(target: McpTarget, entry: Entry): Promise<McpListing> {
+    try {
+      const link = await this.linkOf(target, entry);
+      // Marked fresh before asking: a list_changed that arrives while the list is on its way marks it stale again.
+      entry.stale = false;
+      const tools = await this.listAll(link.client);
+      entry.tools = tools;
+      entry.listedAt = this.now();
+      this.succeed(target, entry);
+      return { ok: true, tools };
+    } catch (err) {
+      this.fail(target, entry, err);
+      return { ok: false, error: entry.lastError! };
+    }
+  }
+
+  private async listAll(client: Client): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES && tools.length < this.limits.maxTools; page++) {
+      const answer = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.limits.listTimeoutMs });
+      tools.push(...answer.tools);
+      cursor = answer.nextCursor;
+      if (!cursor) break;
+    }
+    return tools.slice(0, this.limits.maxTools);
+  }
+
+  private linkOf(target: McpTarget, entry: Entry): Promise<McpLink> {
+    if (!entry.link) {
+      const link = target.connect(this.limits.connectTimeoutMs).then((connected) => {
+        connected.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+          entry.stale = true;
+        });
+        connected.client.onclose = () => {
+          if (entry.link === link) entry.link = undefined;
+        };
+        return connected;
+      });
+      entry.link = link;
+      // A failed connect is not kept: the next attempt (after the backoff) connects again.
+      link.catch(() => {
+        if (entry.link === link) entry.link = undefined;
+      });
+    }
+    return entry.link;
+  }
+
+  private succeed(target: McpTarget, entry: Entry): void {
+    entry.failures = 0;
+    entry.retryAt = 0;
+    entry.parked = false;
+    entry.lastError = undefined;
+    target.onHealth({ ok: true, at: new Date(this.now()) });
+  }
+
+  private fail(target: McpTarget, entry: Entry, err: unknown): void {
+    void closeLink(entry);
+    entry.tools = undefined;
+    entry.failures++;
+    entry.lastError = messageOf(err);
+    entry.parked = entry.failures >= this.limits.parkAfterFailures;
+    const delay = entry.parked ? this.limits.parkMs : Math.min(this.limits.backoffMs * 2 ** (entry.failures - 1), this.limits.maxBackoffMs);
+    entry.retryAt = this.now() + delay;
+    target.onHealth({ ok: false, at: new Date(this.now()), error: entry.lastError, parked: entry.parked });
+  }
+
+  private closeIdle(): void {
+    const cutoff = this.now() - this.limits.idleMs;
+    for (const [key, entry] of this.entries) {
+      if (entry.usedAt >= cutoff || entry.refreshing) continue;
+      this.entries.delete(key);
+      void closeLink(entry);
+    }
+  }
+}
+
+async function closeLink(entry: Entry): Promise<void> {
+  const link = entry.link;
+  entry.link = undefined;
+  if (!link) return;
+  await link.then((l) => l.close()).catch(() => undefined);
+}
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** An error's message, bounded: it is shown to the model, in run events and in the API. */
+export function messageOf(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.length > 500 ? `${message.slice(0, 500)}…` : message;
+}
