@@ -221,6 +221,18 @@ describe('MCP servers', () => {
     });
   });
 
+  describe('servers from before streamable HTTP', () => {
+    it('are reached over HTTP+SSE when streamable HTTP is refused', async () => {
+      const tenant = await stack.createTenant();
+      const runs = new RunsClient(stack, tenant.apiKey);
+      await addServer(tenant, { name: 'legacy', transport: 'streamable_http', url: mcp.legacyUrl });
+      model.enqueue({ toolCalls: [{ id: 'call_old', name: 'mcp__legacy__echo', arguments: { text: 'over sse' } }] }, echoResult('call_old'));
+      const { id } = await runs.start({ input: 'old', tools: ['mcp__legacy'] });
+      const run = await runs.wait(id);
+      expect(run.output).toBe('echo: over sse');
+    });
+  });
+
   describe('list_changed', () => {
     it('offers a tool the server added from the next model turn on', async () => {
       const tenant = await stack.createTenant();

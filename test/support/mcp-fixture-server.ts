@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 
@@ -27,6 +28,11 @@ export class McpFixtureServer {
     return `http://127.0.0.1:${this.port}/mcp`;
   }
 
+  /** The same tools over the older HTTP+SSE transport only, as a server from before streamable HTTP. */
+  get legacyUrl(): string {
+    return `http://127.0.0.1:${this.port}/sse`;
+  }
+
   async start(): Promise<this> {
     this.server = createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
@@ -36,7 +42,9 @@ export class McpFixtureServer {
 
   async stop(): Promise<void> {
     for (const { transport } of this.sessions.values()) await transport.close().catch(() => undefined);
+    for (const transport of this.legacy.values()) await transport.close().catch(() => undefined);
     this.sessions.clear();
+    this.legacy.clear();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
@@ -49,6 +57,8 @@ export class McpFixtureServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.requests.push({ method: req.method ?? '', headers: req.headers });
+    const path = new URL(req.url ?? '/', 'http://fixture').pathname;
+    if (path === '/sse' || path === '/messages') return this.handleLegacy(path, req, res);
     const id = req.headers['mcp-session-id'];
     const existing = typeof id === 'string' ? this.sessions.get(id) : undefined;
     if (existing) return existing.transport.handleRequest(req, res);
@@ -66,6 +76,26 @@ export class McpFixtureServer {
     };
     await mcp.connect(transport);
     await transport.handleRequest(req, res);
+  }
+
+  private readonly legacy = new Map<string, SSEServerTransport>();
+
+  /** GET /sse opens a session's event stream; its messages come as POST /messages?sessionId=…; POST /sse is 405. */
+  private async handleLegacy(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (path === '/sse' && req.method === 'GET') {
+      const transport = new SSEServerTransport('/messages', res);
+      this.legacy.set(transport.sessionId, transport);
+      transport.onclose = () => this.legacy.delete(transport.sessionId);
+      await this.build().connect(transport);
+      return;
+    }
+    const session = new URL(req.url ?? '/', 'http://fixture').searchParams.get('sessionId') ?? '';
+    const transport = path === '/messages' && req.method === 'POST' ? this.legacy.get(session) : undefined;
+    if (!transport) {
+      res.writeHead(405).end();
+      return;
+    }
+    await transport.handlePostMessage(req, res);
   }
 
   private build(): McpServer {
