@@ -73,6 +73,10 @@ describe('row-level security', () => {
         [server, t.tenantId],
       );
       await queryDatabase(stack.db.url, `INSERT INTO session_ssh_backends (session_id, tenant_id, server_id) VALUES ($1, $2, $3)`, [run.body.session_id, t.tenantId, server]);
+      await queryDatabase(stack.db.url, `INSERT INTO mcp_servers (id, tenant_id, name, transport, url) VALUES ($1, $2, 'rls-mcp', 'streamable_http', 'https://mcp.example.com/mcp')`, [
+        `mcp_${t.tenantId.slice(4, 20)}`,
+        t.tenantId,
+      ]);
     }
   });
   afterAll(() => stack?.stop());
