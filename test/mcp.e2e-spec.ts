@@ -200,6 +200,19 @@ describe('MCP servers', () => {
       expect(Date.now() - started).toBeLessThan(30_000);
     });
 
+    it('starts a new session with a server that restarted, without failing the call', async () => {
+      // A first call makes sure the gateway holds a session, which the restart then forgets.
+      model.enqueue({ toolCalls: [{ id: 'call_r1', name: 'mcp__fixture__echo', arguments: { text: 'before' } }] }, echoResult('call_r1'));
+      await runs.wait((await runs.start({ input: 'before', tools: ['mcp__fixture'] })).id);
+      await mcp.forgetSessions();
+      model.reset();
+      model.enqueue({ toolCalls: [{ id: 'call_r2', name: 'mcp__fixture__echo', arguments: { text: 'after' } }] }, echoResult('call_r2'));
+      const { id } = await runs.start({ input: 'after', tools: ['mcp__fixture'] });
+      const run = await runs.wait(id);
+      expect(run.output).toBe('echo: after');
+      expect((await api(tenant, 'GET', `/v1/mcp_servers/${serverId}`)).body).toMatchObject({ status: 'ok', last_error: null });
+    });
+
     it('offers a long tool name shortened and calls the original tool by it', async () => {
       model.enqueue({ content: 'looking' });
       const probe = await runs.start({ input: 'list', tools: ['mcp__fixture'] });

@@ -49,6 +49,13 @@ export class McpFixtureServer {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
+  /** Forgets every session, as a restarted server would: their next requests get 404. */
+  async forgetSessions(): Promise<void> {
+    const sessions = [...this.sessions.values()];
+    this.sessions.clear();
+    for (const { transport } of sessions) await transport.close().catch(() => undefined);
+  }
+
   /** Adds a read-only tool to every connected session (each one is told its list changed). */
   addTool(name: string): void {
     this.extraTools.push(name);
@@ -62,6 +69,11 @@ export class McpFixtureServer {
     const id = req.headers['mcp-session-id'];
     const existing = typeof id === 'string' ? this.sessions.get(id) : undefined;
     if (existing) return existing.transport.handleRequest(req, res);
+    if (typeof id === 'string') {
+      // A session this server does not know (it restarted): 404, as the MCP specification says.
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }));
+      return;
+    }
     if (req.method !== 'POST') {
       res.writeHead(400).end('no session');
       return;

@@ -1,4 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResult, ErrorCode, McpError, Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 /** A connected MCP client and how to let go of it (ends the transport: a socket, a sandbox process). */
@@ -102,18 +103,18 @@ export class McpConnections {
     const entry = this.entry(target);
     const waiting = this.waiting(entry);
     if (waiting) return errorResult(`the MCP server is unavailable: ${waiting}`);
-    let link: McpLink;
     try {
-      link = await this.linkOf(target, entry);
-    } catch (err) {
-      this.fail(target, entry, err);
-      return errorResult(`could not connect to the MCP server: ${messageOf(err)}`);
-    }
-    try {
-      const result = (await link.client.callTool({ name: tool, arguments: args }, undefined, { timeout: options.timeoutMs, signal: options.signal })) as CallToolResult;
+      const result = await this.withSession(target, entry, async (link) => {
+        const answer = await link.client.callTool({ name: tool, arguments: args }, undefined, { timeout: options.timeoutMs, signal: options.signal });
+        return answer as CallToolResult;
+      });
       this.succeed(target, entry);
       return result;
     } catch (err) {
+      if (err instanceof ConnectFailedError) {
+        this.fail(target, entry, err.cause);
+        return errorResult(`could not connect to the MCP server: ${messageOf(err.cause)}`);
+      }
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return errorResult(`${tool} did not answer within ${options.timeoutMs / 1000} s`);
       if (options.signal?.aborted) return errorResult(`${tool} was cancelled`);
       if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return errorResult(`the MCP server refused the call: ${messageOf(err)}`);
@@ -164,16 +165,17 @@ export class McpConnections {
 
   private async refresh(target: McpTarget, entry: Entry): Promise<McpListing> {
     try {
-      const link = await this.linkOf(target, entry);
-      // Marked fresh before asking: a list_changed that arrives while the list is on its way marks it stale again.
-      entry.stale = false;
-      const tools = await this.listAll(link.client);
+      const tools = await this.withSession(target, entry, (link) => {
+        // Marked fresh before asking: a list_changed that arrives while the list is on its way marks it stale again.
+        entry.stale = false;
+        return this.listAll(link.client);
+      });
       entry.tools = tools;
       entry.listedAt = this.now();
       this.succeed(target, entry);
       return { ok: true, tools };
     } catch (err) {
-      this.fail(target, entry, err);
+      this.fail(target, entry, err instanceof ConnectFailedError ? err.cause : err);
       return { ok: false, error: entry.lastError! };
     }
   }
@@ -188,6 +190,24 @@ export class McpConnections {
       if (!cursor) break;
     }
     return tools.slice(0, this.limits.maxTools);
+  }
+
+  /**
+   * Runs `work` on the server's connection. A server that forgot the connection's session (it
+   * restarted) answers 404 without having run anything, so the work is done once more on a new
+   * connection rather than counted as a failure. A connection that cannot be made throws
+   * ConnectFailedError.
+   */
+  private async withSession<T>(target: McpTarget, entry: Entry, work: (link: McpLink) => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const link = await this.linkOf(target, entry).catch((err: unknown) => Promise.reject(new ConnectFailedError(err)));
+      try {
+        return await work(link);
+      } catch (err) {
+        if (attempt > 0 || !(err instanceof StreamableHTTPError && err.code === 404)) throw err;
+        await closeLink(entry);
+      }
+    }
   }
 
   private linkOf(target: McpTarget, entry: Entry): Promise<McpLink> {
@@ -236,6 +256,13 @@ export class McpConnections {
       this.entries.delete(key);
       void closeLink(entry);
     }
+  }
+}
+
+/** The connection could not be made (as opposed to a request on it failing). */
+class ConnectFailedError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(messageOf(cause));
   }
 }
 
