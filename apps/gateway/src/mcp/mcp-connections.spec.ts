@@ -147,6 +147,28 @@ describe('McpConnections', () => {
     await connections.closeAll();
   });
 
+  it('closes a connection nobody used for idleMs, but never one a call is still using', async () => {
+    const server = fixtureServer();
+    let release!: () => void;
+    server.registerTool('wait', { description: 'Answers when released.' }, () => new Promise((resolve) => (release = () => resolve({ content: [{ type: 'text', text: 'released' }] }))));
+    const connections = new McpConnections({ ...limits, idleMs: 1_000 }, clock);
+    let connects = 0;
+    const busy = target(() => (connects++, linkTo(server)));
+    const other = { ...target(() => linkTo(fixtureServer())), key: 't:other' };
+    const call = connections.call(busy, 'wait', {}, { timeoutMs: 60_000 });
+    await new Promise((resolve) => setImmediate(resolve));
+    now += 5_000;
+    // Any use sweeps idle connections; the busy one is kept while its call runs.
+    await connections.tools(other);
+    release();
+    expect(await call).toMatchObject({ content: [{ type: 'text', text: 'released' }] });
+    now += 5_000;
+    await connections.tools(other);
+    await connections.tools(busy);
+    expect(connects).toBe(2);
+    await connections.closeAll();
+  });
+
   it('gives a tool’s timeout as an error result without counting it against the server', async () => {
     const server = fixtureServer();
     server.registerTool('hang', { description: 'Never answers.' }, () => new Promise(() => undefined));

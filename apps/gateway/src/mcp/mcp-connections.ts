@@ -68,6 +68,8 @@ interface Entry {
   parked: boolean;
   lastError?: string;
   usedAt: number;
+  /** Calls under way: a connection is never closed as idle while one runs. */
+  calls: number;
 }
 
 /**
@@ -103,6 +105,7 @@ export class McpConnections {
     const entry = this.entry(target);
     const waiting = this.waiting(entry);
     if (waiting) return errorResult(`the MCP server is unavailable: ${waiting}`);
+    entry.calls++;
     try {
       const result = await this.withSession(target, entry, async (link) => {
         const answer = await link.client.callTool({ name: tool, arguments: args }, undefined, { timeout: options.timeoutMs, signal: options.signal });
@@ -120,6 +123,9 @@ export class McpConnections {
       if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) return errorResult(`the MCP server refused the call: ${messageOf(err)}`);
       this.fail(target, entry, err);
       return errorResult(`the MCP server failed: ${messageOf(err)}`);
+    } finally {
+      entry.calls--;
+      entry.usedAt = this.now();
     }
   }
 
@@ -148,7 +154,7 @@ export class McpConnections {
       entry = undefined;
     }
     if (!entry) {
-      entry = { version: target.version, listedAt: 0, stale: false, failures: 0, retryAt: 0, parked: false, usedAt: this.now() };
+      entry = { version: target.version, listedAt: 0, stale: false, failures: 0, retryAt: 0, parked: false, usedAt: this.now(), calls: 0 };
       this.entries.set(target.key, entry);
     }
     entry.usedAt = this.now();
@@ -252,7 +258,7 @@ export class McpConnections {
   private closeIdle(): void {
     const cutoff = this.now() - this.limits.idleMs;
     for (const [key, entry] of this.entries) {
-      if (entry.usedAt >= cutoff || entry.refreshing) continue;
+      if (entry.usedAt >= cutoff || entry.refreshing || entry.calls > 0) continue;
       this.entries.delete(key);
       void closeLink(entry);
     }

@@ -50,6 +50,7 @@ export class McpToolSource implements TenantToolSource, OnModuleDestroy {
   /** Drops the server's cached connections (its configuration changed, or it was deleted). */
   async forget(tenantId: string, serverId: string): Promise<void> {
     await this.connections.forget(`${tenantId}:${serverId}`);
+    for (const key of this.written.keys()) if (key.startsWith(`${tenantId}:${serverId}:`)) this.written.delete(key);
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -81,7 +82,7 @@ export class McpToolSource implements TenantToolSource, OnModuleDestroy {
       key,
       version: row.version,
       connect: (timeoutMs) => this.connector.connect(this.endpoint(row), { tenantId: row.tenantId, sessionId: scope.sessionId }, timeoutMs),
-      onHealth: (health) => this.recordHealth(row, key, health),
+      onHealth: (health) => this.recordHealth(row, `${key}:${row.version}`, health),
     };
   }
 
