@@ -8,6 +8,7 @@ import { AdminModule } from './admin/admin.module';
 import { DelegationModule } from './delegation/delegation.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
+import { McpStdioModule } from './mcp/mcp-stdio.module';
 import { MemoryModule } from './memory/memory.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { RetrievalModule } from './rag/retrieval.module';
@@ -92,6 +93,7 @@ const FEATURES = [
   SkillsModule,
   HealthModule,
   MetricsModule,
+  McpStdioModule,
 ];
 
 @Module({})
