@@ -105,7 +105,8 @@ describe('SandboxStdioTransport', () => {
     expect(errors.map((e) => e.message)).toEqual([failure.error.message]);
     // It ended by itself: nothing to stop.
     expect(port.stops).toBe(0);
-    await expect(transport.send(request(9))).rejects.toThrow(/not connected/);
+    // A message sent afterwards learns why too.
+    await expect(transport.send(request(9))).rejects.toThrow(failure.error.message);
   });
 
   it('leaves the report to the read when a write finds the server ended', async () => {

@@ -65,6 +65,8 @@ export class SandboxStdioTransport implements Transport {
   private readonly queue: QueuedSend[] = [];
   private flushing = false;
   private readonly unanswered = new Set<RequestId>();
+  /** Why the connection ended, for sends that come after. */
+  private failure?: Error;
 
   constructor(
     private readonly port: SandboxStdioPort,
@@ -100,7 +102,7 @@ export class SandboxStdioTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    if (this.state !== 'open') return Promise.reject(new Error('the MCP server in the sandbox is not connected'));
+    if (this.state !== 'open') return Promise.reject(this.failure ?? new Error('the MCP server in the sandbox is not connected'));
     const line = serializeMessage(message);
     if (Buffer.byteLength(line) > MCP_STDIO_LIMITS.maxWriteBytes) {
       return Promise.reject(new Error(`an MCP message of ${Buffer.byteLength(line)} bytes is over the ${MCP_STDIO_LIMITS.maxWriteBytes} a stdio write may carry`));
@@ -128,17 +130,17 @@ export class SandboxStdioTransport implements Transport {
     try {
       while (this.state === 'open' && this.queue.length > 0) {
         const batch = this.takeBatch();
-        let failure: Error | undefined;
+        let writeError: Error | undefined;
         try {
           const reply = await this.port.write(this.target, this.executor as string, this.handle, batch.map((s) => s.line).join(''));
-          // A server that ended takes no more input, as a closed pipe would not; the read
-          // loop is about to report how it ended, which says more than this write could.
-          if (!reply.ok && reply.error.code !== 'ended') failure = new Error(`writing to the MCP server failed (${reply.error.code}): ${reply.error.message}`);
+          // A server that has ended takes no input, like a closed pipe; the read loop is
+          // about to report how it ended, which says more than this write could.
+          if (!reply.ok && reply.error.code !== 'ended') writeError = new Error(`writing to the MCP server failed (${reply.error.code}): ${reply.error.message}`);
         } catch (err) {
-          failure = new Error(`writing to the MCP server failed: ${messageOf(err)}`);
+          writeError = new Error(`writing to the MCP server failed: ${messageOf(err)}`);
         }
-        for (const item of batch) item.settle(failure);
-        if (failure) return this.fail(failure);
+        for (const item of batch) item.settle(writeError);
+        if (writeError) return this.fail(writeError);
       }
     } finally {
       this.flushing = false;
@@ -193,6 +195,7 @@ export class SandboxStdioTransport implements Transport {
   private async fail(error: Error, stillRunning = true): Promise<void> {
     if (this.state !== 'open') return;
     this.state = 'closed';
+    this.failure = error;
     this.dropQueue(error);
     for (const id of this.unanswered) {
       this.onmessage?.({ jsonrpc: '2.0', id, error: { code: ErrorCode.ConnectionClosed, message: error.message } });

@@ -99,6 +99,7 @@ class _Process:
         self.stderr = bytearray()
         self.stderr_dropped = 0
         self.stdout_done = False
+        self.stderr_done = False
         self.exited = False
         self.end_reason = None  # set when the agent stopped it: why
         self.ended_at = None
@@ -115,8 +116,9 @@ class _Process:
         self.last_active = time.monotonic()
 
     def ended(self):
-        """Finished for a reader: stdout is drained and the process has exited."""
-        return self.stdout_done and self.exited
+        """Finished for a reader: the process has exited and both its outputs are drained
+        (so the report has all of stderr)."""
+        return self.stdout_done and self.stderr_done and self.exited
 
     def end_report(self):
         code = self.proc.returncode if self.exited else None
@@ -190,7 +192,7 @@ def _watch_exit(p):
 
 
 def _note_end(p):
-    """Under p.changed: wakes readers, and stamps the end once stdout is drained and the process gone."""
+    """Under p.changed: wakes readers, and stamps the end once the process and its outputs are done."""
     if p.ended() and p.ended_at is None:
         p.ended_at = time.monotonic()
     p.changed.notify_all()
@@ -241,6 +243,9 @@ def _pump_stderr(p):
             p.proc.stderr.close()
         except OSError:
             pass
+        with p.changed:
+            p.stderr_done = True
+            _note_end(p)
 
 
 def _pump_stdin(p):
@@ -383,6 +388,10 @@ def _environment(args):
         if not name or "=" in name or "\x00" in name or not isinstance(value, str) or "\x00" in value:
             raise _invalid("env.%s must be a variable name with a string value, no NUL bytes" % name)
         env[name] = value
+    # The local backend finds (and, with its session, kills) every process of a session by
+    # this variable, which everything the agent starts must carry; the caller cannot drop it.
+    if "RUNBOX_AGENT_SOCKET" in os.environ:
+        env["RUNBOX_AGENT_SOCKET"] = os.environ["RUNBOX_AGENT_SOCKET"]
     return env
 
 

@@ -72,7 +72,7 @@ class McpStdioTest(unittest.TestCase):
 
     def read_to_end(self, handle):
         after, lines = 0, []
-        for _ in range(100):
+        for _ in range(10000):  # a read returns at least one line, or the end, or waits
             got = self.read(handle, after)
             lines += got["lines"]
             after = got["last_seq"]
@@ -102,6 +102,13 @@ class McpStdioTest(unittest.TestCase):
         workspace = os.environ["RUNBOX_WORKSPACE"]
         self.assertEqual(lines, ['["%s", "y", "%s/.npm"]' % (os.path.realpath(workspace), workspace)])
         self.assertEqual(exited["exit_code"], 0)
+
+    def test_carries_the_agents_socket_variable_that_marks_a_local_sessions_processes(self):
+        program = "import os; print(os.environ.get('RUNBOX_AGENT_SOCKET'))"
+        with mock.patch.dict(os.environ, {"RUNBOX_AGENT_SOCKET": "/tmp/s/agent.sock"}):
+            handle = self.start(program, env={"RUNBOX_AGENT_SOCKET": "elsewhere"})["handle"]
+        lines, _ = self.read_to_end(handle)
+        self.assertEqual(lines, ["/tmp/s/agent.sock"])
 
     def test_a_cwd_outside_the_workspace_is_refused(self):
         with self.assertRaises(ToolError) as caught:
