@@ -6,6 +6,8 @@ import { PrismaService } from '@app/persistence';
 import Docker from 'dockerode';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { McpStdioController } from './mcp-stdio/mcp-stdio.controller';
+import { McpStdioHandler } from './mcp-stdio/mcp-stdio.handler';
 import { DockerSandboxDriver } from './sandbox/docker-sandbox.driver';
 import { workspaceVolumesOn } from './sandbox/docker-workspace-disks';
 import { sandboxPolicyFrom } from './sandbox/sandbox-policy';
@@ -97,6 +99,12 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
       useFactory: (n: NatsClient, s: SandboxService, l: Logger, t: VpsTransferHandler) => new ToolCallHandler(n, s, l, t),
     },
     {
+      provide: McpStdioHandler,
+      inject: [RUNBOX_CONFIG, SandboxService, LOGGER],
+      useFactory: (c: RunboxConfig, s: SandboxService, l: Logger) =>
+        new McpStdioHandler(s, { maxProcesses: c.RUNBOX_MCP_STDIO_MAX_PROCESSES, idleSeconds: c.RUNBOX_MCP_STDIO_IDLE_SECONDS }, l),
+    },
+    {
       provide: SessionReleaseHandler,
       inject: [SandboxService],
       useFactory: (s: SandboxService) => new SessionReleaseHandler(s),
@@ -109,7 +117,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     ContractExceptionFilter,
   ],
   // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
-  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController],
+  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController],
 })
 class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(

@@ -125,6 +125,10 @@ export const configSchema = z.object({
   RUNBOX_SANDBOX_BACKEND: z.enum(['docker', 'local']).default('docker'),
   RUNBOX_LOCAL_WORKSPACES: z.string().default('.runbox/workspaces'),
   RUNBOX_FILE_SEARCH_TIMEOUT: z.coerce.number().int().positive().default(20),
+  /** stdio MCP server processes one session's sandbox may run at once (docs/mcp.md). */
+  RUNBOX_MCP_STDIO_MAX_PROCESSES: z.coerce.number().int().min(1).max(64).default(4),
+  /** A stdio MCP server process nobody read from or wrote to for this long is stopped. */
+  RUNBOX_MCP_STDIO_IDLE_SECONDS: z.coerce.number().int().positive().default(600),
   RUNBOX_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
   /** Deepest nesting of arrays and objects a JSON body may have. */
   RUNBOX_MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),

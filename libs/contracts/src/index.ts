@@ -9,3 +9,4 @@ export * from './run-events/run-events.contract';
 export * from './run-cancel/run-cancel.contract';
 export * from './tenant-limits';
 export * from './vps-transfer/vps-transfer.contract';
+export * from './mcp-stdio/mcp-stdio.contract';

@@ -21,6 +21,13 @@ export class CallCancelledError extends Error {
   }
 }
 
+/** The session has no sandbox on this executor, so nothing an earlier call started there runs. */
+export class NoSandboxHeldError extends Error {
+  constructor(sessionId: string) {
+    super(`session ${sessionId} has no sandbox on this executor any more (deleted, reaped when idle, or the session is gone)`);
+  }
+}
+
 /** The call asked for a backend this executor does not run. */
 export class BackendDisabledError extends Error {}
 
@@ -98,6 +105,23 @@ export class SandboxService {
       // request on the channel ahead of it, and the agent stops it there.
       if (callId !== undefined && this.earlyCancels.delete(cancelKey(target.tenantId, callId))) throw new CallCancelledError(callId);
       return await channel.call(op, args, timeoutMs, callId);
+    } finally {
+      sandbox.inFlight--;
+      sandbox.lastUsed = this.now();
+    }
+  }
+
+  /**
+   * Runs one op of the agent in the sandbox this executor already holds for the session
+   * (its channel re-attached if need be), never making one: for ops on what an earlier call
+   * started there (an MCP server process), which a new sandbox would not have.
+   */
+  async callHeld(target: CallTarget, op: string, args: Record<string, unknown>, timeoutMs: number): Promise<ToolResult> {
+    const sandbox = this.usable(target);
+    if (!sandbox) throw new NoSandboxHeldError(target.sessionId);
+    sandbox.inFlight++;
+    try {
+      return await (await this.channelOf(sandbox)).call(op, args, timeoutMs);
     } finally {
       sandbox.inFlight--;
       sandbox.lastUsed = this.now();
