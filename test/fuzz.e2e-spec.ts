@@ -54,6 +54,7 @@ interface Fixtures {
   victimTenant: string;
   victimKey: string;
   server: string;
+  openapiService: string;
 }
 
 type IdKind = 'session' | 'run' | 'memory' | 'tenant';
@@ -355,6 +356,12 @@ describe('fuzzing the HTTP API', () => {
       body: { name: 'fuzz-server', host: 'ssh.example.com', username: 'deploy', password: 'not-a-real-one' },
     });
     expect(server.status).toBe(201);
+    // Never called: registering an inline document reaches nothing.
+    const openapiService = await stack.request('POST', '/v1/openapi_services', {
+      key: tenant.apiKey,
+      body: { name: 'fuzz-api', spec: { openapi: '3.0.3', servers: [{ url: 'https://api.example.com' }], paths: { '/ping': { get: { operationId: 'ping' } } } } },
+    });
+    expect(openapiService.status).toBe(201);
     fixtures = {
       tenant,
       adminToken: stack.adminToken,
@@ -364,6 +371,7 @@ describe('fuzzing the HTTP API', () => {
       victimTenant: victim.tenantId,
       victimKey: victimKey.body.id,
       server: server.body.id,
+      openapiService: openapiService.body.id,
     };
   });
   afterAll(async () => {
@@ -436,7 +444,7 @@ describe('fuzzing the HTTP API', () => {
   it('refuses unstorable text, overlong strings and wrong types in every field of every route, naming the field', async () => {
     const routes = routeCatalogue(stack.gatewayApp);
     const cases = fuzzCases(routes, {
-      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey, server: fixtures.server },
+      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey, server: fixtures.server, 'openapi service': fixtures.openapiService },
       tenantKey: fixtures.tenant.apiKey,
       adminToken: fixtures.adminToken,
       maxStringChars: stack.config.RUNBOX_MAX_JSON_STRING_CHARS,

@@ -10,6 +10,7 @@ import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
 import { MemoryModule } from './memory/memory.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OpenApiModule } from './openapi/openapi.module';
 import { RetrievalModule } from './rag/retrieval.module';
 import { RunControlService } from './runs/run-control.service';
 import { RunsModule } from './runs/runs.module';
@@ -83,6 +84,7 @@ const FEATURES = [
   SessionsModule,
   ServersModule,
   WebModule,
+  OpenApiModule,
   RunsModule,
   DelegationModule,
   MemoryModule,

@@ -1,5 +1,5 @@
 /**
- * Re-seals saved servers' credentials with RUNBOX_CREDENTIALS_KEY, opening what older keys
+ * Re-seals saved servers' and OpenAPI services' credentials with RUNBOX_CREDENTIALS_KEY, opening what older keys
  * sealed with RUNBOX_CREDENTIALS_PREVIOUS_KEYS (docs/servers.md, rotating the key).
  *   node dist/apps/gateway/apps/gateway/src/cli/rotate-credentials.js
  */
@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import { loadConfig } from '@app/config';
 import { PrismaService } from '@app/persistence';
 import { CredentialCipher } from '@app/ssh';
+import { rotateOpenApiCredentials } from '../openapi/openapi-credential-rotation';
 import { rotateCredentials } from '../servers/credential-rotation';
 
 async function main(): Promise<void> {
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
   try {
     const report = await rotateCredentials(db, cipher);
     process.stdout.write(`re-sealed ${report.resealed}, already current ${report.current}, changed meanwhile ${report.skipped} (key ${cipher.currentKeyId})\n`);
+    const services = await rotateOpenApiCredentials(db, cipher);
+    process.stdout.write(`OpenAPI services: re-sealed ${services.resealed}, already current ${services.current}, changed meanwhile ${services.skipped}\n`);
   } finally {
     await db.close();
   }
