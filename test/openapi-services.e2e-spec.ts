@@ -156,6 +156,14 @@ describe('OpenAPI services', () => {
     const offered = model.requests[0].body.tools ?? [];
     expect(offered.map((t) => t.function.name).sort()).toEqual(['petstore__away', 'petstore__createPet', 'petstore__getPet', 'petstore__slow']);
     expect(offered.find((t) => t.function.name === 'petstore__getPet')?.function.parameters).toMatchObject({ required: ['petId'], properties: { verbose: { type: 'boolean' } } });
+    // …and run.started does not call the group name unknown.
+    const [started] = await queryDatabase<{ data: { tools: Array<{ name: string; source: string }>; tools_dropped: unknown[] } }>(
+      stack.db.url,
+      "SELECT data FROM run_events WHERE run_id = $1 AND type = 'run.started'",
+      [id],
+    );
+    expect(started.data.tools_dropped).toEqual([]);
+    expect(started.data.tools).toContainEqual({ name: 'petstore__createPet', source: 'tools:petstore' });
     // The GET ran without asking; the POST has not been sent.
     expect(store.apiCalls.slice(before).map((c) => `${c.method} ${c.path}`)).toEqual(['GET /api/pets/rex%201%2F2?verbose=true']);
     const get = store.apiCalls[before];

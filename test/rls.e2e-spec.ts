@@ -73,6 +73,10 @@ describe('row-level security', () => {
         [server, t.tenantId],
       );
       await queryDatabase(stack.db.url, `INSERT INTO session_ssh_backends (session_id, tenant_id, server_id) VALUES ($1, $2, $3)`, [run.body.session_id, t.tenantId, server]);
+      await queryDatabase(stack.db.url, `INSERT INTO openapi_services (id, tenant_id, name, document) VALUES ($1, $2, 'rls-api', '{"title": "", "baseUrl": "https://api.example.com", "operations": []}')`, [
+        `oas_${t.tenantId.slice(4, 20)}`,
+        t.tenantId,
+      ]);
     }
   });
   afterAll(() => stack?.stop());

@@ -26,7 +26,8 @@ export function operationTool(service: string, op: OpenApiOperation): OperationT
   const required: string[] = [];
   for (const p of op.parameters) {
     const where = `${p.in} parameter ${p.name}`;
-    properties[p.argument] = { ...p.schema, description: p.description ? `${p.description} (${where})` : where };
+    const described = p.description ?? (typeof p.schema.description === 'string' ? p.schema.description : undefined);
+    properties[p.argument] = { ...p.schema, description: described ? `${described} (${where})` : where };
     if (p.required) required.push(p.argument);
   }
   if (op.body) {
