@@ -150,6 +150,15 @@ describe('readOpenApiDocument', () => {
     const [op] = readOpenApiDocument(doc).document.operations;
     expect(op.parameters.map((p) => `${p.in}:${p.name}→${p.argument}`)).toEqual(['path:id→id', 'query:id→query_id', 'query:body→query_body']);
   });
+
+  it('copies no __proto__ key into the stored schemas', () => {
+    const doc = parseSpecText(
+      '{"openapi":"3.0.0","servers":[{"url":"https://a.example"}],"paths":{"/a":{"post":{"operationId":"a","requestBody":{"content":{"application/json":{"schema":{"__proto__":{"polluted":true},"type":"object"}}}}}}}}',
+    );
+    const [op] = readOpenApiDocument(doc).document.operations;
+    expect(op.body?.schema).toEqual({ type: 'object' });
+    expect(Object.getPrototypeOf(op.body?.schema)).toBe(Object.prototype);
+  });
 });
 
 describe('parseSpecText', () => {

@@ -277,7 +277,11 @@ class RefResolver {
       return this.resolve(this.target(ref, where), where, depth + 1, [...chain, ref]);
     }
     const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) out[key] = this.resolve(v, where, depth, chain);
+    for (const [key, v] of Object.entries(value)) {
+      // Assigning `__proto__` would set the copy's prototype instead of a property.
+      if (key === '__proto__') continue;
+      out[key] = this.resolve(v, where, depth, chain);
+    }
     return out;
   }
 
