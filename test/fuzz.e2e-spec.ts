@@ -55,6 +55,7 @@ interface Fixtures {
   victimKey: string;
   server: string;
   mcpServer: string;
+  openapiService: string;
 }
 
 type IdKind = 'session' | 'run' | 'memory' | 'tenant';
@@ -362,6 +363,12 @@ describe('fuzzing the HTTP API', () => {
       body: { name: 'fuzz-mcp', transport: 'streamable_http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer not-a-real-one' } },
     });
     expect(mcpServer.status).toBe(201);
+    // Never called: registering an inline document reaches nothing.
+    const openapiService = await stack.request('POST', '/v1/openapi_services', {
+      key: tenant.apiKey,
+      body: { name: 'fuzz-api', spec: { openapi: '3.0.3', servers: [{ url: 'https://api.example.com' }], paths: { '/ping': { get: { operationId: 'ping' } } } } },
+    });
+    expect(openapiService.status).toBe(201);
     fixtures = {
       tenant,
       adminToken: stack.adminToken,
@@ -372,6 +379,7 @@ describe('fuzzing the HTTP API', () => {
       victimKey: victimKey.body.id,
       server: server.body.id,
       mcpServer: mcpServer.body.id,
+      openapiService: openapiService.body.id,
     };
   });
   afterAll(async () => {
@@ -444,7 +452,7 @@ describe('fuzzing the HTTP API', () => {
   it('refuses unstorable text, overlong strings and wrong types in every field of every route, naming the field', async () => {
     const routes = routeCatalogue(stack.gatewayApp);
     const cases = fuzzCases(routes, {
-      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey, server: fixtures.server, mcp_server: fixtures.mcpServer },
+      ids: { session: fixtures.session, run: fixtures.run, memory: fixtures.memory, tenant: fixtures.victimTenant, 'api key': fixtures.victimKey, server: fixtures.server, mcp_server: fixtures.mcpServer, 'openapi service': fixtures.openapiService },
       tenantKey: fixtures.tenant.apiKey,
       adminToken: fixtures.adminToken,
       maxStringChars: stack.config.RUNBOX_MAX_JSON_STRING_CHARS,

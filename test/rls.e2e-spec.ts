@@ -77,6 +77,10 @@ describe('row-level security', () => {
         `mcp_${t.tenantId.slice(4, 20)}`,
         t.tenantId,
       ]);
+      await queryDatabase(stack.db.url, `INSERT INTO openapi_services (id, tenant_id, name, document) VALUES ($1, $2, 'rls-api', '{"title": "", "baseUrl": "https://api.example.com", "operations": []}')`, [
+        `oas_${t.tenantId.slice(4, 20)}`,
+        t.tenantId,
+      ]);
     }
   });
   afterAll(() => stack?.stop());

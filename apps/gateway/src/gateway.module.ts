@@ -12,6 +12,7 @@ import { McpModule } from './mcp/mcp.module';
 import { McpStdioModule } from './mcp/mcp-stdio.module';
 import { MemoryModule } from './memory/memory.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OpenApiModule } from './openapi/openapi.module';
 import { RetrievalModule } from './rag/retrieval.module';
 import { RunControlService } from './runs/run-control.service';
 import { RunsModule } from './runs/runs.module';
@@ -86,6 +87,7 @@ const FEATURES = [
   ServersModule,
   WebModule,
   McpModule,
+  OpenApiModule,
   RunsModule,
   DelegationModule,
   MemoryModule,

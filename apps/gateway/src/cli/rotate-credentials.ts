@@ -1,5 +1,5 @@
 /**
- * Re-seals saved servers' credentials (and MCP servers' headers and env) with RUNBOX_CREDENTIALS_KEY, opening what older keys
+ * Re-seals saved servers' credentials, MCP servers' headers and env, and OpenAPI services' credentials with RUNBOX_CREDENTIALS_KEY, opening what older keys
  * sealed with RUNBOX_CREDENTIALS_PREVIOUS_KEYS (docs/servers.md, rotating the key).
  *   node dist/apps/gateway/apps/gateway/src/cli/rotate-credentials.js
  */
@@ -8,6 +8,7 @@ import { loadConfig } from '@app/config';
 import { PrismaService } from '@app/persistence';
 import { CredentialCipher } from '@app/ssh';
 import { rotateMcpSecrets } from '../mcp/mcp-secrets-rotation';
+import { rotateOpenApiCredentials } from '../openapi/openapi-credential-rotation';
 import { rotateCredentials } from '../servers/credential-rotation';
 
 async function main(): Promise<void> {
@@ -20,6 +21,8 @@ async function main(): Promise<void> {
     process.stdout.write(`re-sealed ${report.resealed}, already current ${report.current}, changed meanwhile ${report.skipped} (key ${cipher.currentKeyId})\n`);
     const mcp = await rotateMcpSecrets(db, cipher);
     process.stdout.write(`MCP servers: re-sealed ${mcp.resealed}, already current ${mcp.current}, changed meanwhile ${mcp.skipped}\n`);
+    const services = await rotateOpenApiCredentials(db, cipher);
+    process.stdout.write(`OpenAPI services: re-sealed ${services.resealed}, already current ${services.current}, changed meanwhile ${services.skipped}\n`);
   } finally {
     await db.close();
   }

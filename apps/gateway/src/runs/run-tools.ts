@@ -62,7 +62,9 @@ export class RunToolSelection {
     const unknown = tenantToolNames(options)
       .filter((name) => !picked.matched.has(name))
       .map((name) => ({ name, reason: 'unknown' as const }));
-    const dropped = [...base.dropped, ...picked.dropped, ...unknown];
+    // A service's group name (`petstore`) has no `__`: forRun could not tell it from a typo.
+    const baseDropped = base.dropped.filter((d) => !(d.reason === 'unknown' && picked.matched.has(d.name)));
+    const dropped = [...baseDropped, ...picked.dropped, ...unknown];
     const tools = [...base.tools, ...picked.tools].sort((a, b) => a.name.localeCompare(b.name));
     return { offered: new Set(tools.map((t) => t.name)), withheld: base.withheld, tools, dropped, tenantTools, problems: listed.problems };
   }

@@ -13,7 +13,8 @@ const createSessionSchema = z.object({ metadata: metadataSchema.optional(), back
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
 /** `include_children=true` adds the messages of sub-runs (delegate_task), each marked by its run_id. */
 const messagesQuerySchema = z.object({ include_children: z.enum(['true', 'false']).optional() }).strict();
-const toolNameSchema = z.string().regex(/^[a-z][a-z0-9_]{0,127}$/, 'a tool name');
+// Built-in names are lower case; tenant-added ones (`petstore__getPet`) are what providers accept.
+const toolNameSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$/, 'a tool name');
 
 @Controller('v1/sessions')
 @UseGuards(ApiKeyGuard)
