@@ -10,7 +10,7 @@ import { fitOrSpill, spillPath } from '../workspace-spill';
 import { BrowserPool } from './browser-pool';
 import { BrowserSession } from './browser-session';
 import { BrowserSettingsRepository } from './browser-settings.repository';
-import { runPageScript, SCRIPT_RESULT_MAX_CHARS, ScriptTimeoutError } from './page-script';
+import { runPageScript, SCRIPT_RESULT_MAX_CHARS, ScriptResult, ScriptTimeoutError } from './page-script';
 
 const ACTIONS = ['navigate', 'snapshot', 'click', 'type', 'select', 'press', 'back', 'screenshot', 'wait_for', 'tabs', 'evaluate'] as const;
 /** The longest a single Playwright action waits (an element to appear, a load). */
@@ -182,7 +182,7 @@ export class BrowserTool implements GatewayTool {
 
   /** The script's result as JSON; a long one is saved into the workspace like a long snapshot. */
   private async evaluate(page: Page, expression: string, timeout: number, budget: number, files: ReturnType<SandboxFiles['reader']>): Promise<GatewayToolResult> {
-    let result: Awaited<ReturnType<typeof runPageScript>>;
+    let result: ScriptResult;
     try {
       result = await runPageScript(page, expression, timeout);
     } catch (err) {
