@@ -1,7 +1,7 @@
 import { ScriptedModelServer } from '@app/testing';
 import { TenantCredentials, TestStack } from './support/test-stack';
 import { callTool, runToolCalls } from './support/tool-runs';
-import { ARTICLE_SENTENCE, WebFixtureServer } from './support/web-fixture-server';
+import { ARTICLE_SENTENCE, PDF_SENTENCE, WebFixtureServer } from './support/web-fixture-server';
 
 /**
  * web_fetch, web_search and the egress rules through the public API, against a server on
@@ -49,7 +49,7 @@ describe('web tools', () => {
       for (const noise of ['navigation link', 'Sidebar: trending', 'Footer boilerplate', 'analytics', 'color:red']) expect(res.output).not.toContain(noise);
       expect(res.metadata).toMatchObject({ status: 200, content_type: 'text/html' });
       // Runbox names itself to the servers it fetches from.
-      expect(web.requests.at(-1)?.path).toBe('/article');
+      expect(web.requests.at(-1)).toMatchObject({ path: '/article', userAgent: expect.stringMatching(/^Runbox\/\d+\.\d+\.\d+$/) });
     });
 
     it('follows a redirect chain and reports it', async () => {
@@ -58,6 +58,21 @@ describe('web tools', () => {
       expect(res.output).toContain(ARTICLE_SENTENCE);
       expect(res.metadata.url).toBe(`${web.origin}/article`);
       expect(res.metadata.redirects).toEqual([`${web.origin}/r1`, `${web.origin}/r2`, `${web.origin}/r3`]);
+    });
+
+    it('stops following redirects after 10', async () => {
+      const before = web.requests.length;
+      const res = await fetchUrl(`${web.origin}/loop`);
+      expect(res).toMatchObject({ is_error: true, metadata: { error_code: 'too_many_redirects' } });
+      expect(res.output).toContain('more than 10 redirects');
+      expect(web.requests.length - before).toBe(11);
+    });
+
+    it('reads a PDF as text, parsed inside the sandbox from the copy saved in the workspace', async () => {
+      const res = await fetchUrl(`${web.origin}/doc.pdf`);
+      expect(res.is_error).toBe(false);
+      expect(res.output).toContain(PDF_SENTENCE);
+      expect(res.metadata.saved_to).toMatch(/^\.runbox\/web\/127\.0\.0\.1-[0-9a-f]{12}\.pdf$/);
     });
 
     it.each([

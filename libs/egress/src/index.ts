@@ -3,3 +3,4 @@ export * from './domain-rules';
 export * from './egress-guard';
 export * from './guarded-fetch';
 export * from './tenant-egress-rules';
+export * from './guarded-websocket';

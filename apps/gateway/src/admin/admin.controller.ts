@@ -32,9 +32,10 @@ export class AdminController {
 
   /**
    * Changes limits, the saved run defaults, the egress rules (`egress` replaces both lists)
-   * and/or the tools that need approval (`approval_required` replaces the list). Limits,
-   * defaults and approval tools apply to the next session, run or sandbox the tenant
-   * creates; egress rules to the next outbound request.
+   * the tools that need approval (`approval_required` replaces the list) and/or whether the
+   * browser may run script in pages (`browser_evaluate`). Limits, defaults and approval tools
+   * apply to the next session, run or sandbox the tenant creates; egress rules and
+   * browser_evaluate to the next call.
    */
   @Patch('tenants/:id')
   async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
@@ -43,6 +44,7 @@ export class AdminController {
     if (input.limits !== undefined) tenant = await this.tenants.updateLimits(tenantId, input.limits);
     if (input.run_defaults !== undefined) tenant = await this.tenants.setRunDefaults(tenantId, input.run_defaults);
     if (input.approval_required !== undefined) tenant = await this.tenants.setApprovalRequired(tenantId, [...new Set(input.approval_required)].sort());
+    if (input.browser_evaluate !== undefined) tenant = await this.tenants.setBrowserEvaluate(tenantId, input.browser_evaluate);
     const egress = input.egress ? await this.egress.set(tenantId, input.egress) : await this.egress.get(tenantId);
     return tenantJson(tenant, egress);
   }
@@ -91,6 +93,7 @@ function tenantJson(t: TenantView, egress?: DomainRules) {
     limits: t.limits,
     run_defaults: t.runDefaults,
     approval_required: t.approvalRequired,
+    browser_evaluate: t.browserEvaluate,
     ...(egress ? { egress } : {}),
     created_at: t.createdAt.toISOString(),
   };

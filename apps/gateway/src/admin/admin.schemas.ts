@@ -24,11 +24,18 @@ export const updateTenantSchema = z
     run_defaults: runDefaultsPatch.optional(),
     egress: domainRulesSchema.optional(),
     approval_required: approvalRequired.optional(),
+    /** Lets the browser tool run script in the tenant's pages (its evaluate action). */
+    browser_evaluate: z.boolean().optional(),
   })
   .strict()
   .refine(
-    (body) => body.limits !== undefined || body.run_defaults !== undefined || body.egress !== undefined || body.approval_required !== undefined,
-    { message: 'give limits, run_defaults, egress, approval_required or any of them together' },
+    (body) =>
+      body.limits !== undefined ||
+      body.run_defaults !== undefined ||
+      body.egress !== undefined ||
+      body.approval_required !== undefined ||
+      body.browser_evaluate !== undefined,
+    { message: 'give limits, run_defaults, egress, approval_required, browser_evaluate or any of them together' },
   )
   // The refinement above, as JSON Schema says it (route catalogues and the fuzz read it).
   .meta({ minProperties: 1 });

@@ -18,6 +18,8 @@ export interface TenantView {
   runDefaults: SavedRunDefaults | null;
   /** Tools this tenant's runs treat as changing state, for approvals. */
   approvalRequired: string[];
+  /** The browser tool's evaluate action (script in the page) is open to this tenant's runs. */
+  browserEvaluate: boolean;
   createdAt: Date;
 }
 
@@ -83,6 +85,12 @@ export class TenantsRepository implements ApiKeyStore {
     return res.count > 0 ? this.findById(id) : null;
   }
 
+  /** Opens or closes the browser's evaluate action to the tenant's runs. Null when there is no tenant. */
+  async setBrowserEvaluate(id: string, allowed: boolean): Promise<TenantView | null> {
+    const res = await this.db.system((tx) => tx.tenant.updateMany({ where: { id }, data: { browserEvaluate: allowed } }));
+    return res.count > 0 ? this.findById(id) : null;
+  }
+
   async listKeys(tenantId: string): Promise<ApiKeyView[]> {
     const rows = await this.db.system((tx) =>
       tx.apiKey.findMany({ where: { tenantId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }], select: API_KEY_COLUMNS }),
@@ -129,6 +137,7 @@ function toTenant(row: {
   limits: Prisma.JsonValue;
   runDefaults: Prisma.JsonValue;
   approvalRequired: string[];
+  browserEvaluate: boolean;
   createdAt: Date;
 }): TenantView {
   return {
@@ -137,6 +146,7 @@ function toTenant(row: {
     limits: parseStoredLimits(row.limits),
     runDefaults: storedRunDefaults(row.runDefaults),
     approvalRequired: row.approvalRequired,
+    browserEvaluate: row.browserEvaluate,
     createdAt: row.createdAt,
   };
 }

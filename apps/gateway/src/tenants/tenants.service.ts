@@ -46,6 +46,13 @@ export class TenantsService {
     return tenant;
   }
 
+  /** Opens (true) or closes the browser tool's evaluate action to the tenant's runs. */
+  async setBrowserEvaluate(id: string, allowed: boolean): Promise<TenantView> {
+    const tenant = await this.tenants.setBrowserEvaluate(id, allowed);
+    if (!tenant) throw AppError.notFound('tenant', id);
+    return tenant;
+  }
+
   /** Replaces the defaults of the runs made with one API key (null clears them). */
   async setKeyRunDefaults(id: string, defaults: SavedRunDefaults | null): Promise<ApiKeyView> {
     const key = await this.tenants.setKeyRunDefaults(id, defaults);

@@ -58,7 +58,7 @@ function productionRegistry(): ToolRegistry {
     new VpsRunTool(unused),
     new WebFetchTool(unused, unused),
     new WebSearchTool(loadConfig({}), unused),
-    new BrowserTool(unused, unused, unused),
+    new BrowserTool(unused, unused, unused, unused),
   ];
   const registry = new ToolRegistry(gatewayTools);
   for (const definition of [VPS_UPLOAD_TOOL, VPS_DOWNLOAD_TOOL]) registry.register(definition);

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { gatewayToolProviders } from '../tools/gateway-tool';
 import { ToolsModule } from '../tools/tools.module';
 import { BrowserPool } from './browser/browser-pool';
+import { BrowserSettingsRepository } from './browser/browser-settings.repository';
 import { BrowserTool } from './browser/browser.tool';
 import { EgressRulesRepository } from './egress-rules.repository';
 import { Outbound } from './outbound';
@@ -15,7 +16,7 @@ import { WebSearchTool } from './web-search.tool';
  */
 @Module({
   imports: [ToolsModule],
-  providers: [EgressRulesRepository, Outbound, BrowserPool, ...gatewayToolProviders(WebFetchTool, WebSearchTool, BrowserTool)],
+  providers: [EgressRulesRepository, Outbound, BrowserPool, BrowserSettingsRepository, ...gatewayToolProviders(WebFetchTool, WebSearchTool, BrowserTool)],
   exports: [EgressRulesRepository, Outbound, BrowserPool],
 })
 export class WebModule {}

@@ -140,7 +140,11 @@ export class BrowserPool implements OnModuleDestroy {
     if (this.browser !== which) return;
     this.logger.warn({ contexts: this.sessions.size }, 'Chromium exited; it is relaunched on the next browser call');
     this.browser = null;
-    for (const key of this.sessions.keys()) this.lostInCrash.add(key);
+    for (const [key, pending] of this.sessions) {
+      this.lostInCrash.add(key);
+      // The contexts went with the browser; what the gateway holds for them (WebSockets) goes too.
+      void pending.then((session) => session.close(), () => undefined);
+    }
     this.sessions.clear();
   }
 

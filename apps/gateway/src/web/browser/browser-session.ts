@@ -1,6 +1,7 @@
 import { DomainRules, EgressGuard, NO_DOMAIN_RULES } from '@app/egress';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { BlockedRequest, routeThroughGuard } from './guarded-routing';
+import type { WebSocketBridge } from './websocket-bridge';
 
 export interface BrowserSessionLimits {
   maxPages: number;
@@ -21,6 +22,7 @@ export class BrowserSession {
   private blocked: BlockedRequest[] = [];
   private notes: string[] = [];
   private active: Page | null = null;
+  private sockets: WebSocketBridge | null = null;
 
   private constructor(
     readonly key: string,
@@ -31,7 +33,7 @@ export class BrowserSession {
   static async open(browser: Browser, key: string, guard: EgressGuard, limits: BrowserSessionLimits): Promise<BrowserSession> {
     const context = await browser.newContext({ acceptDownloads: false, serviceWorkers: 'block', viewport: { width: 1280, height: 800 } });
     const session = new BrowserSession(key, context, limits);
-    await routeThroughGuard(context, guard, () => session.rules, (b) => session.recordBlocked(b));
+    session.sockets = await routeThroughGuard(context, guard, () => session.rules, (b) => session.recordBlocked(b));
     context.on('page', (page) => session.adopt(page));
     return session;
   }
@@ -95,6 +97,7 @@ export class BrowserSession {
   }
 
   async close(): Promise<void> {
+    this.sockets?.closeAll();
     await this.context.close().catch(() => undefined);
   }
 

@@ -9,8 +9,10 @@ import { EgressRulesRepository } from '../egress-rules.repository';
 import { fitOrSpill, spillPath } from '../workspace-spill';
 import { BrowserPool } from './browser-pool';
 import { BrowserSession } from './browser-session';
+import { BrowserSettingsRepository } from './browser-settings.repository';
+import { runPageScript, SCRIPT_RESULT_MAX_CHARS, ScriptResult, ScriptTimeoutError } from './page-script';
 
-const ACTIONS = ['navigate', 'snapshot', 'click', 'type', 'select', 'press', 'back', 'screenshot', 'wait_for', 'tabs'] as const;
+const ACTIONS = ['navigate', 'snapshot', 'click', 'type', 'select', 'press', 'back', 'screenshot', 'wait_for', 'tabs', 'evaluate'] as const;
 /** The longest a single Playwright action waits (an element to appear, a load). */
 const ACTION_TIMEOUT_MS = 30_000;
 const REF = /^(f\d+)?e\d+$/;
@@ -24,6 +26,12 @@ const parameters = z
     key: z.string().max(100).optional().describe('press: a key such as Enter, Tab, ArrowDown or Control+A.'),
     values: z.array(z.string().max(1000)).max(100).optional().describe('select: the option values or labels to choose.'),
     tab: z.number().int().min(1).optional().describe('tabs: close the tab with this number (omit to list the tabs).'),
+    expression: z
+      .string()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe('evaluate: JavaScript run in the page, an expression or a function (called; a promise is awaited); its result comes back as JSON.'),
   })
   .strict();
 
@@ -38,7 +46,7 @@ export class BrowserTool implements GatewayTool {
   readonly definition = {
     name: 'browser',
     description:
-      'Drive a real headless browser (Chromium) for pages that need JavaScript, a login or a form; for reading a page web_fetch is faster and cheaper. Actions: navigate (url), snapshot (the page as an accessibility tree whose elements carry refs like e12), click/type/select/press on a ref from the last snapshot, back, screenshot (a PNG saved in the workspace), wait_for (text), tabs (list; with tab: close that one). Actions that change the page answer with a fresh snapshot. Cookies and logins stay for the rest of the session.',
+      'Drive a real headless browser (Chromium) for pages that need JavaScript, a login or a form; for reading a page web_fetch is faster and cheaper. Actions: navigate (url), snapshot (the page as an accessibility tree whose elements carry refs like e12), click/type/select/press on a ref from the last snapshot, back, screenshot (a PNG saved in the workspace), wait_for (text), tabs (list; with tab: close that one), evaluate (expression: run JavaScript in the page, only where the operator enabled it). Actions that change the page answer with a fresh snapshot. Cookies and logins stay for the rest of the session.',
     parameters,
     mutating: true,
     toolsets: ['research' as const, 'browser' as const],
@@ -50,6 +58,7 @@ export class BrowserTool implements GatewayTool {
     private readonly pool: BrowserPool,
     private readonly rules: EgressRulesRepository,
     private readonly files: SandboxFiles,
+    private readonly settings: BrowserSettingsRepository,
   ) {}
 
   unavailableReason(): string | undefined {
@@ -60,6 +69,12 @@ export class BrowserTool implements GatewayTool {
   async execute(ctx: GatewayToolContext, args: BrowserArgs): Promise<GatewayToolResult> {
     const availability = this.pool.availability();
     if (!availability.available) return toolFailure(`The browser is not available: ${availability.reason}.`, { error_code: 'not_configured' });
+    if (args.action === 'evaluate' && !(await this.settings.evaluateAllowed(ctx.tenantId))) {
+      return toolFailure(
+        'The evaluate action is turned off for this tenant: running script in pages needs an operator to enable it (browser_evaluate in the admin API). Use snapshot, click, type, select and press instead.',
+        { action: 'evaluate', error_code: 'evaluate_not_enabled' },
+      );
+    }
     let opened: Awaited<ReturnType<BrowserPool['session']>>;
     try {
       opened = await this.pool.session(ctx.tenantId, ctx.sessionId);
@@ -140,6 +155,8 @@ export class BrowserTool implements GatewayTool {
           return this.screenshot(page, files, timeout);
         case 'tabs':
           return this.tabs(session, args.tab);
+        case 'evaluate':
+          return this.evaluate(page, need(args.expression, 'expression'), timeout, budget, files);
       }
     } catch (err) {
       if (err instanceof ArgumentMissing) return toolFailure(err.message, { action: args.action });
@@ -160,6 +177,23 @@ export class BrowserTool implements GatewayTool {
     const outcome = await fitOrSpill(files, text, budget, spillPath(page.url(), 'snapshot.txt', String(Date.now())));
     const meta: Record<string, unknown> = { url: page.url(), title };
     if (outcome.spilled) Object.assign(meta, { saved_to: outcome.path, chars: outcome.totalChars, next_offset: outcome.nextOffset });
+    return toolOutput(outcome.output, meta);
+  }
+
+  /** The script's result as JSON; a long one is saved into the workspace like a long snapshot. */
+  private async evaluate(page: Page, expression: string, timeout: number, budget: number, files: ReturnType<SandboxFiles['reader']>): Promise<GatewayToolResult> {
+    let result: ScriptResult;
+    try {
+      result = await runPageScript(page, expression, timeout);
+    } catch (err) {
+      if (err instanceof ScriptTimeoutError) return toolFailure(`The script did not finish within ${Math.round(timeout / 1000)} s and was stopped.`, { action: 'evaluate', error_code: 'timeout' });
+      throw err;
+    }
+    const cut = result.totalChars > result.json.length ? `\n… cut at ${SCRIPT_RESULT_MAX_CHARS} of ${result.totalChars} characters` : '';
+    const text = `Result of the script on ${page.url()}:\n${result.json}${cut}`;
+    const outcome = await fitOrSpill(files, text, budget, spillPath(page.url(), 'evaluate.txt', String(Date.now())));
+    const meta: Record<string, unknown> = { url: page.url(), chars: result.totalChars };
+    if (outcome.spilled) Object.assign(meta, { saved_to: outcome.path, next_offset: outcome.nextOffset });
     return toolOutput(outcome.output, meta);
   }
 

@@ -1,5 +1,6 @@
 import { DomainRules, EgressGuard, EgressRefusedError, FetchFailedError, guardedFetch } from '@app/egress';
-import type { BrowserContext, Route, WebSocketRoute } from 'playwright-core';
+import type { BrowserContext, Route } from 'playwright-core';
+import { WebSocketBridge } from './websocket-bridge';
 
 /** A request of the page that did not leave the machine, and why. */
 export interface BlockedRequest {
@@ -18,19 +19,19 @@ const WIRE_HEADERS = new Set(['content-encoding', 'content-length', 'transfer-en
  * the egress guard: the gateway fetches it from the checked address and hands Chromium the
  * answer, so Chromium itself never opens a connection or resolves a name (it is launched
  * with a dead proxy and no resolver as a backstop). Redirects come back to Chromium as they
- * are and its next request is routed again. WebSockets are refused and recorded.
+ * are and its next request is routed again. WebSockets go through the same guard by way of
+ * the returned bridge, which the caller closes with the context.
  */
 export async function routeThroughGuard(
   context: BrowserContext,
   guard: EgressGuard,
   rules: () => DomainRules,
   onBlocked: (b: BlockedRequest) => void,
-): Promise<void> {
+): Promise<WebSocketBridge> {
+  const sockets = new WebSocketBridge(guard, rules, onBlocked);
   await context.route('**/*', (route) => fulfil(route, guard, rules(), onBlocked));
-  await context.routeWebSocket(/.*/, (ws: WebSocketRoute) => {
-    onBlocked({ url: ws.url(), kind: 'websocket', reason: 'WebSocket connections are not supported by the browser tool' });
-    return ws.close({ code: 1008, reason: 'blocked' });
-  });
+  await context.routeWebSocket(/.*/, (ws) => sockets.handle(ws));
+  return sockets;
 }
 
 async function fulfil(route: Route, guard: EgressGuard, rules: DomainRules, onBlocked: (b: BlockedRequest) => void): Promise<void> {
