@@ -96,7 +96,7 @@ export class PrivatePostgres {
       await superuser.end();
     }
     // The template's dump, restored as its owner: tables, policies, grants and the migration log.
-    const dump = await run(join(this.bin, 'pg_dump'), ['--no-owner', '--dbname', admin.toString()], { maxBuffer: 64 * 1024 * 1024 });
+    const dump = await run(join(this.bin, 'pg_dump'), ['--no-owner', '--enable-row-security', '--dbname', admin.toString()], { maxBuffer: 64 * 1024 * 1024 });
     await new Promise<void>((resolve, reject) => {
       const psql = spawn(join(this.bin, 'psql'), ['-q', '-v', 'ON_ERROR_STOP=1', `postgresql://runbox:runbox@127.0.0.1:${this.port}/runbox`], { stdio: ['pipe', 'ignore', 'pipe'] });
       let errors = '';

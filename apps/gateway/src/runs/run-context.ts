@@ -29,6 +29,12 @@ export interface RunContext {
   executorId: string | null;
   usage: RunUsage;
   log: Logger;
+  /**
+   * Renews this worker's claim on the run: false (and the run's signal aborted) when another
+   * worker has taken it over. Asked before a write that had to wait for the database, so a
+   * worker that lost the run meanwhile writes nothing. Absent outside a run worker.
+   */
+  holdClaim?: () => Promise<boolean>;
 }
 
 export function usageFrom(stored: Record<string, unknown> | null): RunUsage {

@@ -6,8 +6,8 @@ import { ExecutorClient } from '../tools/executor.client';
 import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
-import { abortKind, raceAbort } from './run-abort';
-import { RunContext, RunFailure } from './run-context';
+import { abortableDelay, abortKind, raceAbort } from './run-abort';
+import { isTransientInfrastructureError, RunContext, RunFailure } from './run-context';
 import { RunEventsService } from './run-events.service';
 import { NewEvent } from './run-tx';
 import { CallFacts, callMutates, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
@@ -20,6 +20,8 @@ export const INTERRUPTED_RESULT =
 type Runnable = { call: ToolCallView; via: string; resumed?: boolean };
 
 const WATCHDOG_FIRED = new Error('tool call watchdog');
+/** The longest pause between tries to store a tool result while the database is away. */
+const STORE_RETRY_MAX_MS = 1_000;
 
 function raceWatchdog<T>(work: Promise<T>, watchdog: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -145,14 +147,38 @@ export class ToolCallRunner {
       this.events.announce(run.id, seqs);
     }
     const result = await this.execute(ctx, call);
-    await this.finish(ctx, call, {
-      status: result.is_error ? 'failed' : 'completed',
-      // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
-      // again here would cut the notes that say what was cut.
-      output: result.output,
-      isError: result.is_error,
-      metadata: result.metadata,
-    });
+    await this.storeResult(ctx, () =>
+      this.finish(ctx, call, {
+        status: result.is_error ? 'failed' : 'completed',
+        // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
+        // again here would cut the notes that say what was cut.
+        output: result.output,
+        isError: result.is_error,
+        metadata: result.metadata,
+      }),
+    );
+  }
+
+  /**
+   * Stores the result of a call that ran. Postgres restarting while the call ran must not
+   * lose it: the call would then be reported as interrupted, its outcome unknown, though it
+   * finished. So the write is tried again while the database is away, and before each new
+   * try the run's claim is renewed: a worker whose run was taken over meanwhile writes
+   * nothing (its signal is aborted). It waits as long as the database does; nothing else of
+   * the run can go on meanwhile anyway.
+   */
+  private async storeResult(ctx: RunContext, write: () => Promise<void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (attempt > 0 && ctx.holdClaim && !(await ctx.holdClaim())) throw ctx.signal.reason;
+        return await write();
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (!isTransientInfrastructureError(err)) throw err;
+        if (attempt === 0) ctx.log.warn({ err }, 'the database is away; keeping the tool result until it can be stored');
+        await abortableDelay(Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt), ctx.signal);
+      }
+    }
   }
 
   /** The tool's result; infrastructure trouble that the model can reason about becomes an error result. */
