@@ -7,8 +7,9 @@
  *                           gateway resumes the run (run.resumed); beside it, the same with
  *                           SIGTERM, where the run is handed over at once
  *   NATS-node loss          `terminal true` through the HTTP API, one call after another:
- *                           p50/p99 with no fault, then in the same run with one of the three
- *                           NATS nodes SIGKILLed a few calls in (and any call that failed)
+ *                           p50/p99 with no fault, then in the same run with the NATS node
+ *                           the executor is connected to SIGKILLed a few calls in (and any
+ *                           call that failed)
  *
  * RUNBOX_BENCH_LEASE_SECONDS sets the run lease (default 4; the deployment default is 30,
  * and a crash takeover takes about one lease).
@@ -97,13 +98,18 @@ async function natsNodeLoss(stack: ClusterStack, key: string): Promise<{ baselin
   }
   const faulted: number[] = [];
   let failures = 0;
+  let killed = 0;
   for (let i = 0; i < CALLS_PER_PHASE; i++) {
-    if (i === FAULT_AFTER_CALLS) await stack.nats.kill(0);
+    if (i === FAULT_AFTER_CALLS) {
+      // The node the executor is connected to: every call's request and reply pass through it.
+      killed = await stack.nats.nodeServing('runbox-executor-');
+      await stack.nats.kill(killed);
+    }
     const ms = await call();
     if (ms === undefined) failures++;
     else faulted.push(ms);
   }
-  await stack.nats.restart(0);
+  await stack.nats.restart(killed);
   return { baseline, faulted, failures };
 }
 

@@ -9,6 +9,8 @@ interface ClusterNode {
   name: string;
   clientPort: number;
   routePort: number;
+  /** The HTTP monitoring port (connz): which clients a node serves. */
+  monitorPort: number;
   dir: string;
   proc?: ChildProcess;
 }
@@ -38,11 +40,26 @@ export class TestNatsCluster {
   /** Starts the nodes and returns once JetStream has a meta leader (the cluster takes streams). */
   async start(): Promise<this> {
     for (let i = 0; i < this.size; i++) {
-      this.nodes.push({ name: `n${i + 1}`, clientPort: await freePort(), routePort: await freePort(), dir: join(this.root, `n${i + 1}`) });
+      this.nodes.push({ name: `n${i + 1}`, clientPort: await freePort(), routePort: await freePort(), monitorPort: await freePort(), dir: join(this.root, `n${i + 1}`) });
     }
     for (let i = 0; i < this.size; i++) this.launch(i);
     await this.waitForJetStream();
     return this;
+  }
+
+  /**
+   * The running node a client whose connection name starts with `prefix` (e.g.
+   * `runbox-gateway`) is connected to, from each node's monitoring endpoint; -1 if none.
+   */
+  async nodeServing(prefix: string): Promise<number> {
+    for (const [index, node] of this.nodes.entries()) {
+      if (!node.proc) continue;
+      const res = await fetch(`http://127.0.0.1:${node.monitorPort}/connz?limit=1024`).catch(() => undefined);
+      if (!res?.ok) continue;
+      const { connections } = (await res.json()) as { connections?: Array<{ name?: string }> };
+      if ((connections ?? []).some((c) => c.name?.startsWith(prefix))) return index;
+    }
+    return -1;
   }
 
   /** Crashes one node (SIGKILL): its connections drop, the others carry on. */
@@ -67,7 +84,7 @@ export class TestNatsCluster {
     const node = this.nodes[index];
     const routes = this.nodes.filter((n) => n !== node).map((n) => `nats://127.0.0.1:${n.routePort}`).join(',');
     const args = [
-      '-a', '127.0.0.1', '-p', String(node.clientPort), '-n', node.name,
+      '-a', '127.0.0.1', '-p', String(node.clientPort), '-m', String(node.monitorPort), '-n', node.name,
       '--cluster_name', this.clusterName, '--cluster', `nats://127.0.0.1:${node.routePort}`, '--routes', routes,
       '-js', '-sd', node.dir,
     ];

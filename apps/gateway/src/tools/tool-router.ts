@@ -96,7 +96,7 @@ export class ToolRouter {
       throw err;
     }
     if (!reply.ok) {
-      const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
+      const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : reply.error.code === 'unavailable' ? 'executor_unavailable' : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }
     // The agent applied the budget (and spilled what was too large in bytes); this only
