@@ -244,9 +244,13 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     const invariants = await checkInvariants(runs);
     // A call that finished while the database was away kept its result: none is reported
     // interrupted (its outcome unknown), though the worker could store nothing for seconds.
-    const calls = await stack.postgres.query<{ status: string }>('SELECT status FROM tool_calls WHERE run_id = ANY($1)', [runs.map((r) => r.id)]);
+    const calls = await stack.postgres.query<{ status: string }>('SELECT status FROM tool_calls WHERE run_id = ANY($1) ORDER BY run_id, seq', [runs.map((r) => r.id)]);
     figures.postgres_restart = { outage_ms: upAt - downAt, http_503_ms: answers, up_to_last_run_end_ms: ended.lastEndMs, statuses: ended.statuses, ...invariants };
     expect(ended.statuses.every((s) => s === 'completed')).toBe(true);
+    if (calls.some((c) => c.status !== 'completed')) {
+      for (const run of runs) console.log(run.id, JSON.stringify(await stack.postgres.query('SELECT seq, type, data FROM run_events WHERE run_id = $1 ORDER BY seq', [run.id])));
+      console.log(stack.output);
+    }
     expect(calls.map((c) => c.status)).toEqual(runs.flatMap(() => Array<string>(CALLS_PER_RUN).fill('completed')));
   });
 

@@ -83,7 +83,7 @@ export class ClusterStack {
 
   /** Output of every service, for a failing test's message. */
   get output(): string {
-    return [this.executor, ...this.gateways].map((s) => `--- ${s.name}\n${s.output.slice(-3_000)}`).join('\n');
+    return [this.executor, ...this.gateways].map((s) => `--- ${s.name}\n${s.output.slice(-12_000)}`).join('\n');
   }
 
   async stop(): Promise<void> {
