@@ -130,6 +130,15 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     throw new Error(`the SSE client of ${runId} never saw the run end; it saw ${events.map((e) => e.id).join(',')}`);
   }
 
+  /** The runs' stored events and the services' recent output, when a check is about to fail. */
+  async function printForDiagnosis(runs: StartedRun[]): Promise<void> {
+    for (const run of runs) {
+      const events = await stack.postgres.query<{ seq: number; type: string }>('SELECT seq, type FROM run_events WHERE run_id = $1 ORDER BY seq', [run.id]);
+      console.log(`${run.id}: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}`);
+    }
+    console.log(stack.output);
+  }
+
   /** Returns once some run in `runs` has a tool call running in its sandbox; that run. */
   async function toolCallInFlight(runs: StartedRun[]): Promise<StartedRun> {
     return eventually('a tool call in flight', async () => {
@@ -247,10 +256,7 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     const calls = await stack.postgres.query<{ status: string }>('SELECT status FROM tool_calls WHERE run_id = ANY($1) ORDER BY run_id, seq', [runs.map((r) => r.id)]);
     figures.postgres_restart = { outage_ms: upAt - downAt, http_503_ms: answers, up_to_last_run_end_ms: ended.lastEndMs, statuses: ended.statuses, ...invariants };
     expect(ended.statuses.every((s) => s === 'completed')).toBe(true);
-    if (calls.some((c) => c.status !== 'completed')) {
-      for (const run of runs) console.log(run.id, JSON.stringify(await stack.postgres.query('SELECT seq, type, data FROM run_events WHERE run_id = $1 ORDER BY seq', [run.id])));
-      console.log(stack.output);
-    }
+    if (calls.some((c) => c.status !== 'completed')) await printForDiagnosis(runs);
     expect(calls.map((c) => c.status)).toEqual(runs.flatMap(() => Array<string>(CALLS_PER_RUN).fill('completed')));
   });
 
