@@ -80,6 +80,7 @@ async function takeovers(stack: ClusterStack, key: string, signal: NodeJS.Signal
 async function natsNodeLoss(stack: ClusterStack, key: string): Promise<{ baseline: number[]; faulted: number[]; failures: number }> {
   const gateway = stack.gateways[0];
   const session = await post(gateway, key, '/v1/sessions', {});
+  const failed: string[] = [];
   const call = async (): Promise<number | undefined> => {
     const started = performance.now();
     const res = await fetch(`${gateway.url}/v1/sessions/${session.id}/tools/terminal`, {
@@ -87,8 +88,10 @@ async function natsNodeLoss(stack: ClusterStack, key: string): Promise<{ baselin
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ arguments: { command: 'true', timeout_seconds: 5 } }),
     });
-    await res.text();
-    return res.status === 200 ? performance.now() - started : undefined;
+    const body = await res.text();
+    if (res.status === 200) return performance.now() - started;
+    failed.push(`${res.status} after ${(performance.now() - started).toFixed(0)} ms: ${body.slice(0, 200)}`);
+    return undefined;
   };
   for (let i = 0; i < 20; i++) await call();
   const baseline: number[] = [];
@@ -110,6 +113,7 @@ async function natsNodeLoss(stack: ClusterStack, key: string): Promise<{ baselin
     else faulted.push(ms);
   }
   await stack.nats.restart(killed);
+  for (const line of failed) process.stdout.write(`  failed call: ${line}\n`);
   return { baseline, faulted, failures };
 }
 
