@@ -16,6 +16,23 @@ const commaList = z
     const items = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
     return items.length ? items : undefined;
   });
+/** The servers of a NATS_URL value: comma-separated, blanks dropped. */
+export function natsServerList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function isNatsServer(server: string): boolean {
+  try {
+    const url = new URL(server.includes('://') ? server : `nats://${server}`);
+    return ['nats:', 'tls:', 'ws:', 'wss:'].includes(url.protocol) && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 const flag = z
   .enum(['0', '1', 'true', 'false', ''])
   .optional()
@@ -34,7 +51,19 @@ export const configSchema = z.object({
   DATABASE_URL: z.string().url().default('postgresql://runbox_app:runbox_app@127.0.0.1:5432/runbox'),
   /** Deployment-wide work (key lookup, admin, sweeps across tenants): role runbox_system. */
   SYSTEM_DATABASE_URL: z.string().url().default('postgresql://runbox_system:runbox_system@127.0.0.1:5432/runbox'),
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /**
+   * One NATS server, or a comma-separated list of a cluster's servers: the client connects to
+   * any of them and reconnects across them when one goes away.
+   */
+  NATS_URL: z
+    .string()
+    .default('nats://127.0.0.1:4222')
+    .refine((v) => natsServerList(v).length > 0 && natsServerList(v).every(isNatsServer), 'must be a NATS URL (nats://host:port) or a comma-separated list of them'),
+  /**
+   * Copies of the run queue's stream a NATS cluster keeps (1 on a single server, 3 in a
+   * three-node cluster); an existing stream with another count is changed to this one.
+   */
+  RUNBOX_NATS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   RUNBOX_ADMIN_TOKEN: optionalString,
   RUNBOX_MODEL_BASE_URL: optionalString.pipe(z.string().url().optional()),
   RUNBOX_MODEL_API_KEY: optionalString,

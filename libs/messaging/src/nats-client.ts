@@ -73,7 +73,12 @@ export interface WorkQueueOptions {
   ackWaitMs: number;
   /** How long a repeated message id is recognised and dropped. */
   duplicateWindowMs: number;
+  /** Copies of the stream the servers keep (1 on a single server, 3 in a three-node cluster). */
+  replicas: number;
 }
+
+/** The work-queue stream exists with another replica count than asked, and the servers would not change it. */
+export class StreamReplicasError extends Error {}
 
 /**
  * The one place that talks to NATS. Every message is checked against its subject's
@@ -86,9 +91,11 @@ export class NatsClient {
     private readonly logger: Logger,
   ) {}
 
-  static async connect(url: string, name: string, logger: Logger): Promise<NatsClient> {
+  /** `servers`: one URL, or several (a list, or one string with commas) of one cluster's servers. */
+  static async connect(servers: string | string[], name: string, logger: Logger): Promise<NatsClient> {
+    const list = (typeof servers === 'string' ? servers.split(',') : servers).map((s) => s.trim()).filter(Boolean);
     const connection = await connect({
-      servers: url,
+      servers: list,
       name,
       // Keep trying forever: a NATS restart must not take the service down with it.
       maxReconnectAttempts: -1,
@@ -187,19 +194,44 @@ export class NatsClient {
     await this.connection.jetstream().publish(contract.subject, this.encodeEvent(contract, payload, contract.subject), { msgID });
   }
 
-  /** Creates the work-queue stream and its durable consumer, or brings the consumer's ack wait up to date. */
+  /**
+   * Creates the work-queue stream (with `replicas` copies) and its durable consumer, or brings
+   * an existing one up to date: its replica count (the servers move the copies) and the
+   * consumer's ack wait. A change the servers refuse (more replicas than the cluster has
+   * nodes, or any on a single server) stops the caller with a StreamReplicasError that says so.
+   */
   async ensureWorkQueue<T>(contract: EventContract<T>, options: WorkQueueOptions): Promise<void> {
+    if (options.replicas > 1 && !this.connection.info?.cluster) {
+      throw new StreamReplicasError(
+        `RUNBOX_NATS_STREAM_REPLICAS is ${options.replicas}, but the NATS server ${this.connection.getServer()} is not part of a cluster and keeps one copy of a stream: set it to 1, or list the cluster's servers in NATS_URL`,
+      );
+    }
     const jsm = await this.connection.jetstreamManager();
-    try {
-      await jsm.streams.info(options.stream);
-    } catch {
-      await jsm.streams.add({
-        name: options.stream,
-        subjects: [contract.subject],
-        retention: RetentionPolicy.Workqueue,
-        storage: StorageType.File,
-        duplicate_window: options.duplicateWindowMs * 1_000_000,
+    const existing = await jsm.streams.info(options.stream).catch((err: unknown) => {
+      if (err instanceof NatsError && err.api_error?.err_code === STREAM_NOT_FOUND) return null;
+      throw err;
+    });
+    if (!existing) {
+      await jsm.streams
+        .add({
+          name: options.stream,
+          subjects: [contract.subject],
+          retention: RetentionPolicy.Workqueue,
+          storage: StorageType.File,
+          duplicate_window: options.duplicateWindowMs * 1_000_000,
+          num_replicas: options.replicas,
+        })
+        .catch((err: unknown) => {
+          throw new StreamReplicasError(`could not create the stream ${options.stream} with ${options.replicas} replicas (RUNBOX_NATS_STREAM_REPLICAS): ${errorText(err)}`);
+        });
+    } else if (existing.config.num_replicas !== options.replicas) {
+      const had = existing.config.num_replicas;
+      await jsm.streams.update(options.stream, { ...existing.config, num_replicas: options.replicas }).catch((err: unknown) => {
+        throw new StreamReplicasError(
+          `the stream ${options.stream} has ${had} replicas and RUNBOX_NATS_STREAM_REPLICAS asks for ${options.replicas}, but the servers refused the change: ${errorText(err)}`,
+        );
       });
+      this.logger.info({ stream: options.stream, from: had, to: options.replicas }, 'changed the stream\'s replica count');
     }
     const ackWait = options.ackWaitMs * 1_000_000;
     try {
@@ -320,6 +352,13 @@ export class NatsClient {
     // open and reconnecting: close it.
     if (!this.connection.isClosed()) await this.connection.close();
   }
+}
+
+/** JetStream's error code for "stream not found". */
+const STREAM_NOT_FOUND = 10059;
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */

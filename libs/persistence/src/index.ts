@@ -1,3 +1,4 @@
 export * from './prisma.service';
 export * from './ids';
 export * from './advisory-locks';
+export * from './database-unavailable';

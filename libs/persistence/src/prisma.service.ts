@@ -22,6 +22,11 @@ interface TenantScope {
 
 // Generous: a quota check holds a per-tenant lock, so a burst of one tenant's requests queues.
 const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 30_000 };
+/**
+ * A new connection that takes longer than this fails (pg waits for ever by default), so a
+ * database host that stopped answering gives a prompt 503 rather than a hung request.
+ */
+const CONNECT_TIMEOUT_MS = 5_000;
 
 /**
  * The database connections. Repositories reach tables only through `tenant()` (one
@@ -36,9 +41,9 @@ export class PrismaService {
 
   constructor(urls: DatabaseUrls | string) {
     const { url, systemUrl } = typeof urls === 'string' ? { url: urls, systemUrl: undefined } : urls;
-    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }) });
+    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) });
     this.systemClient = systemUrl
-      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4 }) })
+      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) })
       : this.client;
   }
 

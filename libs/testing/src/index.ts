@@ -5,3 +5,4 @@ export * from './test-docker';
 export * from './test-services';
 export * from './toolsets';
 export * from './test-sshd';
+export * from './test-nats-cluster';

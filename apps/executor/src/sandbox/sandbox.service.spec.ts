@@ -185,6 +185,16 @@ describe('SandboxService', () => {
     expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1' });
   });
 
+  it('leaves a database outage as it is when a new sandbox cannot be recorded, so the call is answered "try again"; the container it started goes', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    const outage = new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    repo.claim = () => Promise.reject(outage);
+    await expect(service.call(target, 'ping', {}, 1000)).rejects.toBe(outage);
+    expect(runtime.destroyed.map((d) => d.ref.containerId)).toEqual(['c-ses_1-1']);
+    expect(service.size).toBe(0);
+  });
+
   it('keeps one channel into a sandbox across calls, sequential and concurrent', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');

@@ -1,4 +1,5 @@
 import { ToolResult } from '@app/contracts';
+import { isDatabaseUnavailable } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
 import { KeyedLock } from './keyed-lock';
@@ -374,7 +375,8 @@ export class SandboxService {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (provisioned) await runtime.destroy(provisioned, workspace !== null).catch(() => undefined);
-      if (err instanceof SandboxQuotaError) throw err;
+      // The database away: the row cannot be written either; the call is answered "try again".
+      if (err instanceof SandboxQuotaError || isDatabaseUnavailable(err)) throw err;
       await this.repo.markGone(tenantId, sessionId, 'failed', workspace, message).catch(() => undefined);
       this.logger.error({ tenantId, sessionId, err }, 'sandbox creation failed');
       throw new SandboxUnavailableError(`could not start the sandbox: ${message}`);

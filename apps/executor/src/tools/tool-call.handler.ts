@@ -1,5 +1,6 @@
 import { ToolCallReply, toolCallRequestSchema, ToolCancel } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
+import { isDatabaseUnavailable } from '@app/persistence';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, ProtocolViolationError } from '../sandbox/agent-channel';
@@ -75,6 +76,8 @@ export class ToolCallHandler {
             : `the sandbox did not finish the call: ${err.message}`,
         );
       }
+      // Raised before the call reached its sandbox (finding or recording it), so nothing ran.
+      if (isDatabaseUnavailable(err)) return fail('unavailable', 'the executor cannot reach the database right now (a restart?); nothing ran; try again shortly');
       throw err;
     }
   }

@@ -1,4 +1,5 @@
 import { ContractViolationError } from '@app/messaging';
+import { ErrorCode, NatsError } from 'nats';
 import type { Response } from 'express';
 import pino from 'pino';
 import { HttpErrorFilter } from './http-error.filter';
@@ -31,5 +32,18 @@ describe('HttpErrorFilter', () => {
     expect(sent.body?.error.code).toBe('internal_error');
     expect(sent.body?.error.message).toMatch(/^internal error \(error id [0-9a-f-]{36}\)$/);
     expect(JSON.stringify(sent.body)).not.toContain('body.');
+  });
+
+  it('answers 503 with Retry-After while Postgres or NATS is away, rather than a 500', () => {
+    const headers: Record<string, string> = {};
+    for (const cause of [new Error('connect ECONNREFUSED 127.0.0.1:5432'), NatsError.errorForCode(ErrorCode.Disconnect)]) {
+      const { res, sent } = fakeResponse();
+      (res as unknown as { setHeader: (k: string, v: string) => void }).setHeader = (k, v) => (headers[k] = v);
+      filter.reply(cause, res);
+      expect(sent.status).toBe(503);
+      expect(sent.body?.error.code).toBe('service_unavailable');
+      expect(sent.body?.error.message).toMatch(/is unavailable; try again shortly$/);
+      expect(headers['Retry-After']).toBe('5');
+    }
   });
 });

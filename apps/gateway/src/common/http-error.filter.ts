@@ -6,6 +6,11 @@ import type { Logger } from 'pino';
 import { ZodError } from 'zod';
 import { fromZodError } from '@app/errors';
 import { redactSecrets } from '@app/logging';
+import { isNatsUnavailable } from '@app/messaging';
+import { isDatabaseUnavailable } from '@app/persistence';
+
+/** Retry-After on a 503 while Postgres or NATS is away: a restart takes seconds. */
+const UNAVAILABLE_RETRY_SECONDS = 5;
 
 interface BodyParserError {
   type?: string;
@@ -58,6 +63,9 @@ export class HttpErrorFilter implements ExceptionFilter {
       if (status === 413) return new AppError(ErrorCode.PayloadTooLarge, 'the request body is too large');
       if (status < 500) return AppError.validation(exception.message);
     }
+    // Postgres restarting, or NATS between servers: the request may be repeated shortly.
+    if (isDatabaseUnavailable(exception)) return new AppError(ErrorCode.Unavailable, 'the database is unavailable; try again shortly', undefined, UNAVAILABLE_RETRY_SECONDS);
+    if (isNatsUnavailable(exception)) return new AppError(ErrorCode.Unavailable, 'the message bus is unavailable; try again shortly', undefined, UNAVAILABLE_RETRY_SECONDS);
     // Anything else the body parser or router rejected with a 4xx (http-errors objects).
     const status = parserError?.status;
     if (typeof status === 'number' && status >= 400 && status < 500) {

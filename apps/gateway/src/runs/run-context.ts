@@ -1,3 +1,5 @@
+import { isNatsUnavailable } from '@app/messaging';
+import { isDatabaseUnavailable } from '@app/persistence';
 import type { Logger } from 'pino';
 import type { TenantTool } from '../tools/tenant-tool';
 import type { ToolDefinition } from '../tools/tool-definition';
@@ -34,6 +36,12 @@ export interface RunContext {
   executorId: string | null;
   usage: RunUsage;
   log: Logger;
+  /**
+   * Renews this worker's claim on the run: false (and the run's signal aborted) when another
+   * worker has taken it over. Asked before a write that had to wait for the database, so a
+   * worker that lost the run meanwhile writes nothing. Absent outside a run worker.
+   */
+  holdClaim?: () => Promise<boolean>;
 }
 
 /** A tool the run can name: built in, or added by its tenant. */
@@ -51,21 +59,11 @@ export function wallMs(startedAt: Date | null, now: Date): number {
   return startedAt ? Math.max(0, now.getTime() - startedAt.getTime()) : 0;
 }
 
-const TRANSIENT = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection terminated|connection is closed|Can't reach database|too many clients|the database system is (starting up|shutting down)|CONNECTION_CLOSED/i;
-
 /**
- * Postgres or NATS being briefly unreachable is no reason to fail a run: the worker gives
- * the run back to the queue, and a later attempt continues from the stored state. Anything
- * else unexpected fails the run, so a bug cannot keep it running forever.
+ * Postgres or NATS being briefly unreachable is no reason to fail a run: the worker waits
+ * for them and continues from the stored state. Anything else unexpected fails the run, so
+ * a bug cannot keep it running forever.
  */
 export function isTransientInfrastructureError(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 5; depth++) {
-    const name = (e as { name?: string }).name ?? '';
-    const code = (e as { code?: unknown }).code;
-    if (name === 'PrismaClientInitializationError') return true;
-    if (typeof code === 'string' && ['P1001', 'P1002', 'P1008', 'P1017', 'P2024'].includes(code)) return true;
-    if (TRANSIENT.test(String((e as { message?: unknown }).message ?? ''))) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return isDatabaseUnavailable(err) || isNatsUnavailable(err);
 }

@@ -61,6 +61,7 @@ export class RunEnqueuer implements OnModuleInit {
       consumer: RUN_CONSUMER,
       ackWaitMs: this.config.RUNBOX_RUN_LEASE_SECONDS * 1000,
       duplicateWindowMs: 120_000,
+      replicas: this.config.RUNBOX_NATS_STREAM_REPLICAS,
     });
   }
 }

@@ -39,6 +39,10 @@ export interface ExecuteOptions {
   /** The previous worker died holding the run. */
   recovered?: boolean;
   recoveries?: number;
+  /** This worker goes on after Postgres or NATS was away (the run.resumed reason `infrastructure`). */
+  afterOutage?: boolean;
+  /** See RunContext.holdClaim. */
+  holdClaim?: () => Promise<boolean>;
 }
 
 /**
@@ -85,7 +89,7 @@ export class RunLoop {
         if ((options.recoveries ?? 0) > MAX_RECOVERIES) {
           throw new RunFailure(`the run lost its worker ${options.recoveries} times (gateway crashes or restarts); it was given up`);
         }
-        const reason = run.status === 'requires_approval' ? 'approval' : options.recovered ? 'worker_lost' : 'requeued';
+        const reason = run.status === 'requires_approval' ? 'approval' : options.recovered ? 'worker_lost' : options.afterOutage ? 'infrastructure' : 'requeued';
         await this.events.emit(tenantId, run.id, { type: 'run.resumed', data: { reason, recoveries: options.recoveries ?? 0 } });
         if (options.recovered) log.warn({ recoveries: options.recoveries }, 'resuming a run whose worker stopped');
       }
@@ -102,6 +106,7 @@ export class RunLoop {
         executorId: session?.executorId ?? null,
         usage,
         log,
+        holdClaim: options.holdClaim,
       };
       await this.reportToolProblems(ctx, tools.problems);
       return await this.drive(ctx);

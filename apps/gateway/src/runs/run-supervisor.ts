@@ -2,6 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
+import { isTransientInfrastructureError } from './run-context';
 import { RunControlService } from './run-control.service';
 import { RunEnqueuer } from './run-enqueuer';
 import { RunSweepsRepository } from './run-sweeps.repository';
@@ -17,6 +18,8 @@ import { RunSweepsRepository } from './run-sweeps.repository';
 export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<void>;
+  /** When a sweep last failed because Postgres or NATS was away. */
+  private outageSeenAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly sweeps: RunSweepsRepository,
@@ -29,7 +32,10 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
   onApplicationBootstrap(): void {
     this.timer = setInterval(() => {
       this.sweeping ??= this.sweep()
-        .catch((err: unknown) => this.logger.warn({ err }, 'run sweep failed'))
+        .catch((err: unknown) => {
+          if (isTransientInfrastructureError(err)) this.outageSeenAt = Date.now();
+          this.logger.warn({ err }, 'run sweep failed');
+        })
         .finally(() => (this.sweeping = undefined));
     }, this.config.RUNBOX_RUN_SWEEP_SECONDS * 1000);
   }
@@ -44,8 +50,12 @@ export class RunSupervisor implements OnApplicationBootstrap, OnApplicationShutd
       await this.control.expireApproval(approval.tenantId, approval.runId, approval.callId);
     }
     // A run is stranded when no worker claims it and it was last queued two leases ago.
-    const idleMs = 2 * this.config.RUNBOX_RUN_LEASE_SECONDS * 1000;
-    for (const run of await this.sweeps.stranded(idleMs)) {
+    const leaseMs = this.config.RUNBOX_RUN_LEASE_SECONDS * 1000;
+    // Right after an outage every claim may have lapsed while its worker, alive, could not
+    // renew it: give the workers a lease to renew before their runs count as stranded, or a
+    // run would be taken from a worker that is about to store its tool result.
+    if (Date.now() - this.outageSeenAt < leaseMs) return;
+    for (const run of await this.sweeps.stranded(2 * leaseMs)) {
       if (await this.enqueuer.requeue(run.tenantId, run.id, run.dispatchedAt)) {
         this.logger.info({ tenantId: run.tenantId, runId: run.id }, 'put a stranded run back on the queue');
       }

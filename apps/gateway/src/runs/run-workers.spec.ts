@@ -3,6 +3,7 @@ import { decodeJson, jsonCodec, NatsClient } from '@app/messaging';
 import type { JsMsg } from 'nats';
 import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
+import type { RunLeasesRepository } from './run-leases.repository';
 import { RunWorkers } from './run-workers';
 import { InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
 
@@ -61,14 +62,14 @@ function queueMessage(payload: unknown) {
 
 /** A run loop that hands each execution to the test, which ends it (or lets an abort end it). */
 class ControlledLoop {
-  readonly executions: Array<{ runId: string; signal: AbortSignal; options: ExecuteOptions; finish: (outcome: RunOutcome) => void }> = [];
+  readonly executions: Array<{ runId: string; signal: AbortSignal; options: ExecuteOptions; finish: (outcome: RunOutcome) => void; fail: (err: Error) => void }> = [];
   private waiter?: () => void;
 
   execute = (run: { id: string }, signal: AbortSignal, options: ExecuteOptions): Promise<RunOutcome> =>
-    new Promise((resolve) => {
+    new Promise((resolve, reject) => {
       // Like the real loop: a stopped worker returns `aborted`.
       signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-      this.executions.push({ runId: run.id, signal, options, finish: resolve });
+      this.executions.push({ runId: run.id, signal, options, finish: resolve, fail: reject });
       this.waiter?.();
     });
 
@@ -101,14 +102,28 @@ function setUp() {
     },
   } as unknown as NatsClient;
   const loop = new ControlledLoop();
-  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, store.leasesRepository(), silentLogger);
+  // The lease repository as Postgres serves it, or refuses while `outage.down` (a restart).
+  const outage = { down: false };
+  const leases = store.leasesRepository();
+  const reachable = new Proxy(leases, {
+    get: (target, key: keyof RunLeasesRepository) => {
+      const member = target[key];
+      if (typeof member !== 'function') return member;
+      return (...args: unknown[]) => (outage.down ? Promise.reject(databaseDown()) : (member as (...a: unknown[]) => unknown).apply(target, args));
+    },
+  });
+  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, silentLogger);
   const deliver = (runId: string) => {
     const message = queueMessage({ tenant_id: 'ten_1', run_id: runId });
     feed.push(message.msg);
     return message;
   };
   const cancel = (runId: string) => onCancel?.({ run_id: runId });
-  return { store, feed, loop, workers, deliver, cancel };
+  return { store, feed, loop, workers, deliver, cancel, outage };
+}
+
+function databaseDown(): Error {
+  return new Error('connect ECONNREFUSED 127.0.0.1:5432');
 }
 
 describe('RunWorkers', () => {
@@ -136,7 +151,7 @@ describe('RunWorkers', () => {
 
     const message = deliver(run.id);
     await loop.started();
-    expect(loop.executions[0].options).toEqual({ recovered: true, recoveries: 2 });
+    expect(loop.executions[0].options).toMatchObject({ recovered: true, recoveries: 2, afterOutage: false });
     expect(store.run(run.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
     expect(store.run(run.id).leaseExpiresAt).toBe(Date.now() + LEASE_MS);
 
@@ -167,6 +182,69 @@ describe('RunWorkers', () => {
     await message.settled;
     expect(message.seen.outcome).toBe('ack');
     expect(store.run(run.id).leaseOwner).toBe('other-worker/2');
+    await workers.beforeApplicationShutdown();
+  });
+
+  it('rides out a database outage mid-run: keeps the run, takes it up again with the same claim once the database answers, and goes on', async () => {
+    const { store, loop, workers, deliver, outage } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+    const owner = store.run(run.id).leaseOwner;
+
+    outage.down = true;
+    loop.executions[0].fail(databaseDown());
+    await jest.advanceTimersByTimeAsync(LEASE_MS / 3 + 5_000);
+    // Waiting: the message is kept alive, nothing is handed back, nothing runs twice.
+    expect(loop.executions).toHaveLength(1);
+    expect(message.seen.outcome).toBeUndefined();
+    expect(message.seen.working).toBeGreaterThan(0);
+
+    outage.down = false;
+    await jest.advanceTimersByTimeAsync(1_000);
+    await loop.started(2);
+    expect(loop.executions[1].options).toMatchObject({ afterOutage: true, recovered: false });
+    expect(store.run(run.id).leaseOwner).toBe(owner);
+    loop.executions[1].finish('finished');
+    await message.settled;
+    expect(message.seen.outcome).toBe('ack');
+    await workers.beforeApplicationShutdown();
+  });
+
+  it('after an outage, lets go of a run another worker took over meanwhile', async () => {
+    const { store, loop, workers, deliver, outage } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+
+    outage.down = true;
+    loop.executions[0].fail(databaseDown());
+    await jest.advanceTimersByTimeAsync(2_000);
+    Object.assign(store.run(run.id), { leaseOwner: 'other-worker/4', leaseExpiresAt: Date.now() + LEASE_MS });
+    outage.down = false;
+    await jest.advanceTimersByTimeAsync(1_000);
+
+    await message.settled;
+    expect(loop.executions).toHaveLength(1);
+    expect(store.run(run.id).leaseOwner).toBe('other-worker/4');
+    await workers.beforeApplicationShutdown();
+  });
+
+  it("gives the loop a claim check that says (and stops the run) when another worker holds the run", async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+    const { holdClaim } = loop.executions[0].options;
+
+    expect(await holdClaim?.()).toBe(true);
+    store.run(run.id).leaseOwner = 'other-worker/5';
+    expect(await holdClaim?.()).toBe(false);
+    expect(abortKind(loop.executions[0].signal)).toBe('lease_lost');
+    await message.settled;
     await workers.beforeApplicationShutdown();
   });
 

@@ -8,9 +8,10 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
-import { RunAbort } from './run-abort';
+import { abortableDelay, RunAbort } from './run-abort';
+import { isTransientInfrastructureError } from './run-context';
 import { RunLoop, RunOutcome } from './run-loop';
-import { RunLeasesRepository } from './run-leases.repository';
+import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
 import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
 
 /** How long one read of the deployment's worker holds serves the fairness decisions. */
@@ -18,6 +19,20 @@ const HOLDS_TTL_MS = 250;
 /** A run that yielded its worker to other tenants comes back after this, longer each time, up to 5 s. */
 const YIELD_RETRY_STEP_MS = 500;
 const YIELD_RETRY_MAX_MS = 5_000;
+
+/** Outages one claim rides out before the run goes back to the queue (a fault that keeps recurring is not an outage). */
+const MAX_OUTAGES_PER_CLAIM = 10;
+/** The longest pause between tries to take a run up again while the database is away. */
+const RECLAIM_RETRY_MAX_MS = 1_000;
+
+/** A run this worker has claimed. */
+interface ClaimedWork {
+  tenantId: string;
+  runId: string;
+  owner: string;
+  controller: AbortController;
+  log: Logger;
+}
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
 export type InlineOutcome = RunOutcome | 'held';
@@ -140,7 +155,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       claimed = true;
       this.active.set(runId, controller);
       heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
-      const outcome: RunOutcome = await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries });
+      const outcome = await this.executeThroughOutages(claim, { tenantId, runId, owner, controller, log });
       if (outcome === 'aborted' && this.stopping) {
         await this.runs.releaseLease(tenantId, runId, owner);
         claimed = false;
@@ -153,11 +168,56 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       // failed run): try again later, backing off while it lasts.
       const deliveries = msg.info.deliveryCount;
       log.error({ err, deliveries }, 'run worker failed; the run will be retried');
-      msg.nak(Math.min(30_000, 1_000 * deliveries));
+      // Postgres or NATS away: soon again, so the run goes on within seconds of their return.
+      msg.nak(Math.min(isTransientInfrastructureError(err) ? 5_000 : 30_000, 1_000 * deliveries));
     } finally {
       clearInterval(heartbeat);
       if (this.active.get(runId) === controller) this.active.delete(runId);
       if (claimed) await this.runs.releaseLease(tenantId, runId, owner).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Executes a claimed run. When Postgres or NATS goes away mid-run, the worker keeps the
+   * run (the queue message alive, the claim renewed by the heartbeat once the database
+   * answers) and, as soon as the database answers again, takes its claim up again and goes
+   * on from the stored state, rather than handing the run back to wait out the lease. If
+   * another worker took the run over meanwhile, this one lets go.
+   */
+  private async executeThroughOutages(first: Extract<ClaimOutcome, { kind: 'claimed' }>, work: ClaimedWork): Promise<RunOutcome> {
+    const { tenantId, runId, owner, controller, log } = work;
+    const holdClaim = async (): Promise<boolean> => {
+      const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
+      if (status === null) controller.abort(new RunAbort('lease_lost'));
+      return status !== null;
+    };
+    let claim = first;
+    for (let outages = 0; ; outages++) {
+      try {
+        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries, afterOutage: outages > 0, holdClaim });
+      } catch (err) {
+        if (controller.signal.aborted) return 'aborted';
+        if (!isTransientInfrastructureError(err) || outages >= MAX_OUTAGES_PER_CLAIM) throw err;
+        log.warn({ err }, 'Postgres or NATS went away during the run; continuing once it is back');
+        const again = await this.reclaimWhenReachable(tenantId, runId, owner, controller.signal).catch((e: unknown) => {
+          if (controller.signal.aborted) return undefined;
+          throw e;
+        });
+        if (again?.kind !== 'claimed') return again?.kind === 'finished' ? 'finished' : 'aborted';
+        claim = again;
+      }
+    }
+  }
+
+  /** Claims the run again with the same owner as soon as the database answers (another worker's live claim wins). */
+  private async reclaimWhenReachable(tenantId: string, runId: string, owner: string, signal: AbortSignal): Promise<ClaimOutcome> {
+    for (let attempt = 0; ; attempt++) {
+      await abortableDelay(Math.min(RECLAIM_RETRY_MAX_MS, 100 * 2 ** attempt), signal);
+      try {
+        return await this.runs.claim(tenantId, runId, owner, this.leaseMs);
+      } catch (err) {
+        if (!isTransientInfrastructureError(err)) throw err;
+      }
     }
   }
 

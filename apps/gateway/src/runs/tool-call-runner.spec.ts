@@ -1,6 +1,7 @@
 import type { NatsClient } from '@app/messaging';
 import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
+import { RunAbort } from './run-abort';
 import { RunContext } from './run-context';
 import { RunEventsService } from './run-events.service';
 import { effectiveLimits, RunOptions } from './run-options';
@@ -46,7 +47,8 @@ describe('ToolCallRunner.pass', () => {
     const registry = new ToolRegistry();
     const executor = new FakeExecutor();
     const events = new RunEventsService(store.eventsRepository(), { publish: () => undefined } as unknown as NatsClient);
-    const runner = new ToolCallRunner(store.toolCallsRepository(), events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
+    const toolCalls = store.toolCallsRepository();
+    const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
     const run = store.addRun({ status: 'running', options });
     const ctx: RunContext = {
       run: store.view(run.id),
@@ -67,7 +69,7 @@ describe('ToolCallRunner.pass', () => {
       );
       return store.callsOf(run.id);
     };
-    return { store, executor, runner, ctx, run, turn };
+    return { store, executor, runner, ctx, run, turn, toolCalls };
   }
 
   it('holds back the later calls on a file whose call awaits approval, and only those', async () => {
@@ -90,6 +92,52 @@ describe('ToolCallRunner.pass', () => {
 
     expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'refused', output: 'denied: the approver refused this call (reason: not that file), so nothing ran.' });
     expect(executor.log).toEqual([]);
+  });
+
+  describe('while the database is away', () => {
+    const outage = () => new Error('connect ECONNREFUSED 127.0.0.1:5432');
+
+    it('sends again a call that could not leave (the executor could not reach its database): nothing ran, so it runs once', async () => {
+      const { store, executor, runner, ctx, run, turn } = setUp();
+      const answer = executor.callTool;
+      let refusals = 2;
+      executor.callTool = async (request) =>
+        refusals-- > 0 ? { ok: false, executor_id: 'exec-1', error: { code: 'unavailable', message: 'the executor cannot reach the database right now' } } : answer(request);
+      const calls = turn(['terminal', { command: 'make' }]);
+
+      expect(await runner.pass(ctx, calls)).toBe('progress');
+      expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'completed', output: 'terminal:make done' });
+      expect(executor.log).toEqual(['start terminal:make', 'end terminal:make']);
+    });
+
+    it('keeps the result of a call that finished meanwhile and stores it once the database answers, after renewing the claim', async () => {
+      const { store, runner, ctx, run, turn, toolCalls } = setUp();
+      const finish = toolCalls.finish.bind(toolCalls);
+      let failures = 3;
+      toolCalls.finish = (...args: Parameters<typeof finish>) => (failures-- > 0 ? Promise.reject(outage()) : finish(...args));
+      const holdClaim = jest.fn(async () => true);
+      const calls = turn(['terminal', { command: 'make' }]);
+
+      expect(await runner.pass({ ...ctx, holdClaim }, calls)).toBe('progress');
+      expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'completed', output: 'terminal:make done' });
+      expect(holdClaim).toHaveBeenCalledTimes(3);
+    });
+
+    it('stores nothing once another worker has taken the run over', async () => {
+      const { store, runner, ctx, run, turn, toolCalls } = setUp();
+      const finish = toolCalls.finish.bind(toolCalls);
+      let failures = 1;
+      toolCalls.finish = (...args: Parameters<typeof finish>) => (failures-- > 0 ? Promise.reject(outage()) : finish(...args));
+      const controller = new AbortController();
+      const holdClaim = async () => {
+        controller.abort(new RunAbort('lease_lost'));
+        return false;
+      };
+      const calls = turn(['terminal', { command: 'make' }]);
+
+      await expect(runner.pass({ ...ctx, signal: controller.signal, holdClaim }, calls)).rejects.toEqual(new RunAbort('lease_lost'));
+      expect(store.callsOf(run.id)[0].status).toBe('running');
+    });
   });
 
   describe('a call that never answers', () => {

@@ -3,11 +3,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
 import { ExecutorClient } from '../tools/executor.client';
-import { InvalidToolArgumentsError, ToolRouter, ToolInfrastructureError } from '../tools/tool-router';
+import { InvalidToolArgumentsError, ToolInfrastructureError, ToolNotDispatchedError, ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
-import { abortKind, raceAbort } from './run-abort';
-import { RunContext, RunFailure, runToolDefinition } from './run-context';
+import { abortableDelay, abortKind, raceAbort } from './run-abort';
+import { isTransientInfrastructureError, RunContext, RunFailure, runToolDefinition } from './run-context';
 import { RunEventsService } from './run-events.service';
 import { NewEvent } from './run-tx';
 import { CallFacts, callMutates, canonicalJson, decideCall, guardrailNote } from './tool-call-policy';
@@ -20,6 +20,8 @@ export const INTERRUPTED_RESULT =
 type Runnable = { call: ToolCallView; via: string; resumed?: boolean };
 
 const WATCHDOG_FIRED = new Error('tool call watchdog');
+/** The longest pause between tries to send a call, or store its result, while the database is away. */
+const STORE_RETRY_MAX_MS = 1_000;
 
 function raceWatchdog<T>(work: Promise<T>, watchdog: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -145,14 +147,57 @@ export class ToolCallRunner {
       this.events.announce(run.id, seqs);
     }
     const result = await this.execute(ctx, call);
-    await this.finish(ctx, call, {
-      status: result.is_error ? 'failed' : 'completed',
-      // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
-      // again here would cut the notes that say what was cut.
-      output: result.output,
-      isError: result.is_error,
-      metadata: result.metadata,
-    });
+    await this.storeResult(ctx, () =>
+      this.finish(ctx, call, {
+        status: result.is_error ? 'failed' : 'completed',
+        // Budgeted once where it was produced (ToolDispatcher, the sandbox agent): cutting
+        // again here would cut the notes that say what was cut.
+        output: result.output,
+        isError: result.is_error,
+        metadata: result.metadata,
+      }),
+    );
+  }
+
+  /**
+   * Sends the call, and sends it again while it could not leave because the database was
+   * away (nothing ran, so that is safe), until the run stops, another worker takes the run
+   * over, or the watchdog gives up on the call.
+   */
+  private async sendUntilDispatched<T>(ctx: RunContext, watchdog: AbortSignal, send: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await send();
+      } catch (err) {
+        if (!(err instanceof ToolNotDispatchedError) || ctx.signal.aborted || watchdog.aborted) throw err;
+        if (attempt === 0) ctx.log.warn({ err }, 'the database is away; the tool call waits to be sent');
+        await abortableDelay(Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt), ctx.signal);
+        // While the database is still away the claim cannot be checked; it is once it answers.
+        if (ctx.holdClaim && !(await ctx.holdClaim().catch(() => true))) throw ctx.signal.reason;
+      }
+    }
+  }
+
+  /**
+   * Stores the result of a call that ran. Postgres restarting while the call ran must not
+   * lose it: the call would then be reported as interrupted, its outcome unknown, though it
+   * finished. So the write is tried again while the database is away, and before each new
+   * try the run's claim is renewed: a worker whose run was taken over meanwhile writes
+   * nothing (its signal is aborted). It waits as long as the database does; nothing else of
+   * the run can go on meanwhile anyway.
+   */
+  private async storeResult(ctx: RunContext, write: () => Promise<void>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (attempt > 0 && ctx.holdClaim && !(await ctx.holdClaim())) throw ctx.signal.reason;
+        return await write();
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (!isTransientInfrastructureError(err)) throw err;
+        if (attempt === 0) ctx.log.warn({ err }, 'the database is away; keeping the tool result until it can be stored');
+        await abortableDelay(Math.min(STORE_RETRY_MAX_MS, 100 * 2 ** attempt), ctx.signal);
+      }
+    }
   }
 
   /** The tool's result; infrastructure trouble that the model can reason about becomes an error result. */
@@ -164,22 +209,24 @@ export class ToolCallRunner {
     // and may wait for a person, so no watchdog is put on the call that drives it.
     const timer = runToolDefinition(this.registry, ctx, call.name)?.drivesSubRun ? undefined : setTimeout(() => watchdog.abort(), this.watchdogMs(ctx, call));
     try {
-      const work = this.tools.execute(
-        {
-          tenantId: run.tenantId,
-          sessionId: run.sessionId,
-          executorId: ctx.executorId,
-          callId: executorCallId,
-          toolCallId: call.callId,
-          runId: run.id,
-          memoryScope: run.options.memory_scope ?? null,
-          maxOutputChars: ctx.limits.maxOutputChars,
-          timeouts: ctx.limits.timeouts,
-          signal: ctx.signal,
-          tenantTools: ctx.tenantTools,
-        },
-        call.name,
-        call.arguments,
+      const work = this.sendUntilDispatched(ctx, watchdog.signal, () =>
+        this.tools.execute(
+          {
+            tenantId: run.tenantId,
+            sessionId: run.sessionId,
+            executorId: ctx.executorId,
+            callId: executorCallId,
+            toolCallId: call.callId,
+            runId: run.id,
+            memoryScope: run.options.memory_scope ?? null,
+            maxOutputChars: ctx.limits.maxOutputChars,
+            timeouts: ctx.limits.timeouts,
+            signal: ctx.signal,
+            tenantTools: ctx.tenantTools,
+          },
+          call.name,
+          call.arguments,
+        ),
       );
       const result = await raceWatchdog(raceAbort(work, ctx.signal), watchdog.signal);
       if (result.executorId) ctx.executorId = result.executorId;

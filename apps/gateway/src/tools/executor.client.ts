@@ -25,6 +25,9 @@ export class ExecutorUnavailableError extends Error {
   }
 }
 
+/** How long a tool call is sent again while no executor listens on its subject (see whileNobodyListens). */
+const NO_RESPONDERS_PATIENCE_MS = 2_000;
+
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
 export class ExecutorClient extends NatsContractClient {
@@ -37,10 +40,12 @@ export class ExecutorClient extends NatsContractClient {
 
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
     try {
-      return await this.request(
-        { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
-        // The deployment, never the tenant, decides where sandbox tools run.
-        { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+      return await this.whileNobodyListens(() =>
+        this.request(
+          { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
+          // The deployment, never the tenant, decides where sandbox tools run.
+          { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+        ),
       );
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
@@ -52,6 +57,25 @@ export class ExecutorClient extends NatsContractClient {
         );
       }
       throw err;
+    }
+  }
+
+  /**
+   * Sends again, for a short while, a request nobody was listening for. No responders means
+   * no executor received it, so nothing ran and sending again is safe; and an executor whose
+   * NATS server just went away is without its subscriptions for the moment it takes to
+   * reconnect to another server of the cluster. An executor that is really gone is still
+   * reported within NO_RESPONDERS_PATIENCE_MS.
+   */
+  private async whileNobodyListens<T>(send: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + NO_RESPONDERS_PATIENCE_MS;
+    for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+      try {
+        return await send();
+      } catch (err) {
+        if (!(err instanceof NatsTimeoutError && err.noResponders) || Date.now() + pause > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
     }
   }
 

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { isDatabaseUnavailable } from '@app/persistence';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { toStorableText } from '../common/storable-text';
@@ -47,6 +48,16 @@ export class ToolInfrastructureError extends Error {
   }
 }
 
+/**
+ * The call never left for its sandbox: the database (the gateway's, or the executor's) was
+ * away while it was being routed. Nothing ran, so it may be sent again once it is back.
+ */
+export class ToolNotDispatchedError extends ToolInfrastructureError {
+  constructor(message: string) {
+    super(message, 'executor_unavailable');
+  }
+}
+
 export class UnknownToolError extends Error {}
 
 export class InvalidToolArgumentsError extends Error {}
@@ -85,7 +96,10 @@ export class ToolRouter {
     const maxOutputChars = ctx.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
     const timeoutSeconds = toolTimeLimitSeconds(name, tool, args, ctx.timeouts);
     if (tool.runsIn === 'gateway') return this.executeInGateway(ctx, name, args, maxOutputChars, timeoutSeconds);
-    const routed = await this.sessionRouter?.route({ tenantId: ctx.tenantId, sessionId: ctx.sessionId, tool: name, args, timeoutSeconds, maxOutputChars });
+    const routed = await this.sessionRouter?.route({ tenantId: ctx.tenantId, sessionId: ctx.sessionId, tool: name, args, timeoutSeconds, maxOutputChars }).catch((err: unknown) => {
+      if (isDatabaseUnavailable(err)) throw new ToolNotDispatchedError('the database is unavailable; nothing ran');
+      throw err;
+    });
     // A remote server's output: the budget is applied here, where the result is produced.
     if (routed) return { ...routed, output: toStorableText(applyOutputBudget(routed.output, maxOutputChars)) };
     let reply;
@@ -107,6 +121,7 @@ export class ToolRouter {
       throw err;
     }
     if (!reply.ok) {
+      if (reply.error.code === 'unavailable') throw new ToolNotDispatchedError(reply.error.message);
       const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
       throw new ToolInfrastructureError(reply.error.message, kind);
     }

@@ -1,0 +1,35 @@
+import { loadConfig } from '@app/config';
+import { NatsClient, NatsTimeoutError } from '@app/messaging';
+import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
+
+const call = { tenant_id: 'ten_1', session_id: 'ses_1', call_id: 'c1', tool: 'terminal', arguments: { command: 'true' }, max_output_chars: 100, timeout_ms: 1_000 };
+const reply = { ok: true as const, executor_id: 'exec-1', result: { output: '', metadata: {}, is_error: false } };
+
+function clientAnswering(...answers: Array<() => Promise<unknown>>) {
+  const client = new ExecutorClient({} as NatsClient, loadConfig({}));
+  const sent = jest.fn(() => answers.shift()!());
+  (client as unknown as { request: typeof sent }).request = sent;
+  return { client, sent };
+}
+
+describe('ExecutorClient.callTool', () => {
+  it('sends again while nobody listens for a moment (an executor reconnecting to another NATS server): nothing ran, so it is safe', async () => {
+    const nobody = () => Promise.reject(new NatsTimeoutError('runbox.executor.tool.call.v1.exec-1', true));
+    const { client, sent } = clientAnswering(nobody, nobody, () => Promise.resolve(reply));
+    await expect(client.callTool(call, 'exec-1')).resolves.toEqual(reply);
+    expect(sent).toHaveBeenCalledTimes(3);
+  });
+
+  it('never sends again a call an executor took and did not answer: its outcome is unknown', async () => {
+    const { client, sent } = clientAnswering(() => Promise.reject(new NatsTimeoutError('runbox.executor.tool.call.v1.exec-1', false)));
+    await expect(client.callTool(call, 'exec-1')).rejects.toMatchObject({ outcomeUnknown: true });
+    expect(sent).toHaveBeenCalledTimes(1);
+  });
+
+  it('reports an executor that stays away, within a bounded time', async () => {
+    const { client, sent } = clientAnswering(...Array.from({ length: 100 }, () => () => Promise.reject(new NatsTimeoutError('s', true))));
+    await expect(client.callTool(call, 'exec-1')).rejects.toBeInstanceOf(ExecutorUnavailableError);
+    expect(sent.mock.calls.length).toBeGreaterThan(2);
+    expect(sent.mock.calls.length).toBeLessThan(15);
+  });
+});
