@@ -163,8 +163,10 @@ describe('orphan sweep and dead containers', () => {
     const live = await harness.newSession();
     await harness.terminal(live, 'true');
     const driver = harnessDriver(harness);
-    const ghostSession = `ses_ghost${randomBytes(6).toString('hex')}`;
-    const ghost = await driver.create(`runbox-${ghostSession}`, { [LABEL.session]: ghostSession, [LABEL.tenant]: harness.tenantId });
+    const ghost = await plantGhost(async () => {
+      const ghostSession = `ses_ghost${randomBytes(6).toString('hex')}`;
+      return driver.create(`runbox-${ghostSession}`, { [LABEL.session]: ghostSession, [LABEL.tenant]: harness.tenantId });
+    });
     await eventually('the periodic sweep', async () => !(await exists('container', ghost.containerId)));
     expect(await exists('volume', ghost.volume)).toBe(false);
 
@@ -192,4 +194,21 @@ function harnessDriver(harness: ExecutorHarness): DockerSandboxDriver {
     tmpfsSizeMb: 16,
     fileSearchTimeoutSeconds: 20,
   });
+}
+
+/**
+ * Creates a ghost sandbox while the periodic sweep is running: the sweep may already remove it
+ * between its creation and its start (Docker then refuses the start with 404 or 409), which is
+ * the sweep doing its job before the test could watch. Another ghost is planted then, so the
+ * test still sees the sweep remove one that was fully up.
+ */
+async function plantGhost<T>(create: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await create();
+    } catch (err) {
+      const status = (err as { statusCode?: number }).statusCode;
+      if (attempt === 5 || (status !== 404 && status !== 409)) throw err;
+    }
+  }
 }

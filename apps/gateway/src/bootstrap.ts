@@ -40,6 +40,7 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   app.use(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false, type: JSON_TYPES, verify: (_req, _res, buf) => checkJsonLimits(buf, limits) }));
   app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => (err ? errors.reply(err, res) : next()));
   answerUnparseableRequestsWithJson(app.getHttpServer() as Server);
+  outlastClientsOnIdleConnections(app.getHttpServer() as Server);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.enableShutdownHooks();
@@ -47,6 +48,18 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/**
+ * Keeps an idle keep-alive connection open longer than clients and load balancers do (they
+ * commonly drop theirs after 60 s): with Node's default of 5 s, a client could send its next
+ * request on a connection the gateway was closing at that moment, and get a reset for a
+ * request that never arrived. Closing on shutdown is unaffected (idle connections close then).
+ */
+function outlastClientsOnIdleConnections(server: Server): void {
+  server.keepAliveTimeout = 65_000;
+  // Node wants the headers timeout above the keep-alive one.
+  server.headersTimeout = 66_000;
+}
 
 /** A body that is not JSON is refused (415) rather than silently ignored. */
 function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
