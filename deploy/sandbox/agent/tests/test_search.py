@@ -386,11 +386,14 @@ class RealRgDeadlineTest(SearchTest):
         line = " ".join("w%d" % i for i in range(40)) + " 7\n"
         for name in names:
             self.put(name, "head\n" + line)
-        # 2.3 MB of non-ASCII words: seconds of CPU each for this pattern, and no match.
-        slow = ("grüße straße ünïcödé wörds ça één " * 200 + "\n").encode() * 300
-        for i in range(4):
+        # 6 MB of non-ASCII words: seconds of CPU per MB for this pattern, and no match. Eight
+        # of them take far longer than the deadline even on an idle machine, while the deadline
+        # leaves the first pass (20 small files) room on a busy one.
+        slow = ("grüße straße ünïcödé wörds ça één " * 200 + "\n").encode() * 780
+        assert search_module.SMALL_FIRST_BYTES < len(slow) < search_module.GREP_MAX_FILESIZE
+        for i in range(8):
             self.put("zz/%d.txt" % i, slow)
-        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "3"}):
+        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "8"}):
             res = self.call("grep", pattern=self.SLOW, head_limit=0)
         self.assertTrue(res["metadata"]["partial"], res["output"][-300:])
         self.assertEqual(res["output"].split("\n\n")[0].split("\n"), names)
