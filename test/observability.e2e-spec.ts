@@ -106,6 +106,23 @@ describe('observability', () => {
     expect(moved('runbox_model_call_errors_total', { ...modelCalls, retryable: 'true' })).toBe(1);
   });
 
+  it('shows the active runs by status, read from Postgres, and counts a cancelled one when it ends', async () => {
+    model.enqueue({ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: { command: 'echo waiting' } }] });
+    const created = await stack.request('POST', '/v1/runs', { key: first.apiKey, body: { input: 'ask first', approval_mode: 'prompt' } });
+    expect(created.status).toBe(202);
+    await stack.waitForRun(first.apiKey, created.body.id, ['requires_approval']);
+    const waiting = await gatewayMetrics();
+    expect(sampleValue(waiting, 'runbox_runs_active', { status: 'requires_approval' })).toBe(1);
+    expect(sampleValue(waiting, 'runbox_runs_active', { status: 'running' })).toBe(0);
+
+    const cancelled = await stack.request('POST', `/v1/runs/${created.body.id}/cancel`, { key: first.apiKey, body: {} });
+    expect(cancelled.status).toBe(200);
+    const after = await gatewayMetrics();
+    expect(sampleValue(after, 'runbox_runs_active', { status: 'requires_approval' })).toBe(0);
+    expect(sampleValue(after, 'runbox_runs_ended_total', { status: 'cancelled', tenant: first.tenantId }) - sampleValue(waiting, 'runbox_runs_ended_total', { status: 'cancelled', tenant: first.tenantId })).toBe(1);
+    expect(sampleValue(after, 'runbox_run_duration_seconds_count', { status: 'cancelled' }) - sampleValue(waiting, 'runbox_run_duration_seconds_count', { status: 'cancelled' })).toBe(1);
+  });
+
   it('counts tenants past the label limit as other, never under their own id', async () => {
     const later = await stack.createTenant();
     const before = await gatewayMetrics();
@@ -169,7 +186,10 @@ describe('observability', () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { subscriptions: 'ok', nats: 'ok', docker: 'ok' } });
 
-    // The runs above left their sessions' sandboxes up and idle.
+    // A session with a sandbox, up and idle once its call returned.
+    const session = await stack.request('POST', '/v1/sessions', { key: first.apiKey, body: {} });
+    const call = await stack.request('POST', `/v1/sessions/${session.body.id}/tools/terminal`, { key: first.apiKey, body: { arguments: { command: 'true' } } });
+    expect(call.status).toBe(200);
     const samples = await executorMetrics();
     const executor = { executor: stack.executorId };
     expect(sampleValue(samples, 'runbox_executor_sandboxes', { ...executor, state: 'idle' })).toBeGreaterThanOrEqual(1);

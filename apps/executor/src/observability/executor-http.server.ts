@@ -16,6 +16,7 @@ const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
  */
 export class ExecutorHttpServer {
   private server?: Server;
+  private opening?: Promise<void>;
   private subscribed = false;
   private readonly checks: ReadinessCheck[];
 
@@ -32,7 +33,17 @@ export class ExecutorHttpServer {
     this.checks = [subscriptions, ...dependencies];
   }
 
-  async listen(): Promise<void> {
+  /**
+   * Starts listening; a second call waits for the first. NestMicroservice.init() runs the
+   * module init hooks twice (once as an application context, once registering its
+   * modules), and a second server would be left listening when the first is closed.
+   */
+  listen(): Promise<void> {
+    this.opening ??= this.open();
+    return this.opening;
+  }
+
+  private async open(): Promise<void> {
     const server = createServer((req, res) => void this.answer(req, res));
     // Probes and scrapers send small requests and read small answers; nothing here waits long.
     server.requestTimeout = 10_000;
@@ -61,8 +72,10 @@ export class ExecutorHttpServer {
 
   async close(): Promise<void> {
     this.subscribed = false;
+    await this.opening?.catch(() => undefined);
     const server = this.server;
     this.server = undefined;
+    this.opening = undefined;
     if (!server) return;
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

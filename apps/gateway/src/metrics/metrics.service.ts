@@ -1,10 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { BoundedLabels } from './bounded-labels';
 
 /** Distinct model names with a label of their own; a run may name any model, so it is bounded too. */
 const MODEL_LABELS = 20;
+
+/** How long a scrape waits for the count of active runs. */
+const ACTIVE_RUNS_TIMEOUT_MS = 2_000;
 
 /** Seconds, from a 5 ms tool call to a run that takes an hour. */
 const LONG_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 1800, 3600];
@@ -104,9 +107,31 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private activeRuns?: () => Promise<Record<string, number>>;
+
   constructor(@Inject(RUNBOX_CONFIG) config: RunboxConfig) {
+    const read = () => this.activeRuns;
+    new Gauge({
+      name: 'runbox_runs_active',
+      help: 'Runs of the whole deployment not yet ended, by status (queued, running, requires_approval), read from Postgres at each scrape; every gateway reports the same figure',
+      labelNames: ['status'] as const,
+      registers: [this.registry],
+      async collect() {
+        const source = read();
+        if (!source) return;
+        // A scrape must not hang on, or fail with, a slow database: then the gauge is left out.
+        this.reset();
+        const counts = await withTimeout(source(), ACTIVE_RUNS_TIMEOUT_MS).catch(() => undefined);
+        for (const [status, runs] of Object.entries(counts ?? {})) this.set({ status }, runs);
+      },
+    });
     this.tenants = new BoundedLabels(config.RUNBOX_METRICS_TENANT_LABELS);
     collectDefaultMetrics({ register: this.registry, prefix: 'runbox_gateway_' });
+  }
+
+  /** Where the count of active runs comes from (the runs feature, which reads Postgres). */
+  watchActiveRuns(source: () => Promise<Record<string, number>>): void {
+    this.activeRuns = source;
   }
 
   runCreated(tenantId: string): void {
@@ -144,6 +169,14 @@ export class MetricsService {
   text(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
 
 function secondsBetween(from: Date, to: Date): number {
