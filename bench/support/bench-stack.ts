@@ -43,6 +43,7 @@ export class BenchStack {
       PORT: String(port),
       RUNBOX_ADMIN_TOKEN: this.adminToken,
       RUNBOX_EXECUTOR_ID: this.executorId,
+      RUNBOX_EXECUTOR_HTTP_PORT: '0',
       RUNBOX_LOG_LEVEL: 'error',
       ...this.env,
     };

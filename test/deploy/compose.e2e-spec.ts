@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { eventually, ScriptedModelServer } from '@app/testing';
+import { parsePrometheusText, sampleValue } from '../support/prometheus-text';
 import { buildImages, ComposeProject } from './compose-stack';
 
 // deploy/compose/compose.yaml brought up for real with the images `./runbox images` builds
@@ -96,6 +97,14 @@ describe('the Compose stack', () => {
     const sandboxes = await project.compose('exec', '-T', 'engine', 'docker', '-H', 'unix:///run/runbox-engine/docker.sock',
       'ps', '--filter', `label=runbox.session=${created.body.session_id}`, '--format', '{{.Image}}');
     expect(sandboxes).toBe('runbox-sandbox:current');
+
+    // The executor's own HTTP port (8081, inside its container) serves its metrics: the
+    // session's sandbox is there, idle, with the engine calls that made it timed.
+    const metrics = await project.compose('exec', '-T', 'executor', 'node', '-e',
+      "fetch('http://127.0.0.1:8081/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
+    const samples = parsePrometheusText(metrics);
+    expect(sampleValue(samples, 'runbox_executor_sandboxes', { executor: executorId, state: 'idle' })).toBe(1);
+    expect(sampleValue(samples, 'runbox_executor_docker_api_duration_seconds_count', { executor: executorId, operation: 'POST /containers/create', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
 
     // Deleting the session gives back its size-limited workspace: the volume, and the loop
     // device the engine mounted it from (a kernel object the host keeps until detached).

@@ -24,7 +24,7 @@ function where(pod: PodTemplate, container: Container): string {
 interface NetworkPolicySpec {
   podSelector: LabelSelector;
   policyTypes?: string[];
-  ingress?: unknown[];
+  ingress?: Array<{ ports?: Array<{ protocol?: string; port: number }> }>;
   egress?: Array<{ to?: Array<{ ipBlock?: { cidr: string; except?: string[] } }> }>;
 }
 
@@ -132,6 +132,17 @@ describe.each(OVERLAYS)('the %s overlay', (overlay) => {
     expect(gateway.livenessProbe).toMatchObject({ httpGet: { path: '/healthz' } });
   });
 
+  it('probes the executor at /readyz and /healthz on its HTTP port, which its policy lets in', () => {
+    const executor = podTemplates([named(objects, 'StatefulSet', 'runbox-executor')])[0]!.spec.containers.find((c) => c.name === 'executor')!;
+    const http = (executor.ports ?? []).find((p) => p.name === 'http');
+    expect(http?.containerPort).toBe(8081);
+    expect(executor.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'http' } });
+    expect(executor.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'http' } });
+    const policy = named(objects, 'NetworkPolicy', 'runbox-executor').spec as unknown as NetworkPolicySpec;
+    const open = (policy.ingress ?? []).flatMap((r) => r.ports ?? []).map((p) => p.port);
+    expect(open).toEqual([8081]);
+  });
+
   it('gives each executor pod its own engine: privileged sidecar, pod volume, socket on a shared emptyDir, id from the pod name', () => {
     const executorSet = named(objects, 'StatefulSet', 'runbox-executor');
     const pod = podTemplates([executorSet])[0]!;
@@ -187,6 +198,16 @@ describe('the production overlay', () => {
     expect(selects(monitor.spec?.selector as LabelSelector, service.metadata.labels ?? {})).toBe(true);
     const ports = (service.spec?.ports as Array<{ name: string }>).map((p) => p.name);
     expect(ports).toContain((monitor.spec?.endpoints as Array<{ port: string }>)[0]!.port);
+  });
+
+  it('scrapes every executor through the headless service', () => {
+    const monitor = named(objects, 'ServiceMonitor', 'runbox-executor');
+    const service = named(objects, 'Service', 'runbox-executor');
+    expect(selects(monitor.spec?.selector as LabelSelector, service.metadata.labels ?? {})).toBe(true);
+    const endpoint = (monitor.spec?.endpoints as Array<{ port: string; path: string }>)[0]!;
+    expect(endpoint.path).toBe('/metrics');
+    const ports = service.spec?.ports as Array<{ name: string; port: number }>;
+    expect(ports.find((p) => p.name === endpoint.port)?.port).toBe(8081);
   });
 
   it('keeps server-sent event streams open through the Ingress', () => {

@@ -73,7 +73,7 @@ function withUnwrappedSecretData(object: K8sObject): K8sObject {
 export interface Container {
   name: string;
   image?: string;
-  ports?: unknown[];
+  ports?: Array<{ name?: string; containerPort: number }>;
   restartPolicy?: string;
   readinessProbe?: unknown;
   livenessProbe?: unknown;

@@ -42,6 +42,8 @@ export class ClusterStack {
       RUNBOX_MODEL_BASE_URL: modelUrl,
       RUNBOX_MODEL: 'scripted-1',
       RUNBOX_EXECUTOR_ID: this.executorId,
+      // Any free port: other suites' executors run beside this one.
+      RUNBOX_EXECUTOR_HTTP_PORT: '0',
       // The workspace size limit is not what these tests are about: no loop devices.
       RUNBOX_SANDBOX_DISK_MB: '0',
       ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),

@@ -1,4 +1,4 @@
-import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { ContractExceptionFilter, NATS_CLIENT, NatsClient } from '@app/messaging';
@@ -20,6 +20,8 @@ import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
 import { createVpsTransferHandler } from './ssh/vps-transfer.providers';
 import { VpsTransferHandler } from './ssh/vps-transfer.handler';
+import { ExecutorHttpServer } from './observability/executor-http.server';
+import { observabilityProviders } from './observability/observability.providers';
 import { ExecutorPingController } from './tools/executor-ping.controller';
 import { ExecutorPingHandler } from './tools/executor-ping.handler';
 import { SessionReleaseController } from './tools/session-release.controller';
@@ -52,7 +54,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
       inject: [RUNBOX_CONFIG, LOGGER, EXECUTOR_ID],
       useFactory: (c: RunboxConfig, logger: Logger, id: string) => NatsClient.connect(c.NATS_URL, `runbox-executor-${id}`, logger),
     },
-    { provide: Docker, useFactory: () => new Docker() },
+    ...observabilityProviders(EXECUTOR_ID),
     {
       provide: DockerSandboxDriver,
       inject: [Docker, EXECUTOR_ID, RUNBOX_CONFIG, LOGGER],
@@ -119,13 +121,19 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
   // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
   controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController],
 })
-class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdown {
+class ExecutorCoreModule implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly sandboxes: SandboxService,
     private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    private readonly http: ExecutorHttpServer,
   ) {}
+
+  /** Probes answer from here on: live at once, ready once subscribed (executor.app.ts). */
+  async onModuleInit(): Promise<void> {
+    await this.http.listen();
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     // Take back the previous process's sandboxes before the first sweep, so it keeps them.
@@ -137,6 +145,7 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await this.http.close();
     await this.janitor.stop();
     // Session containers stay: their shell state and jobs survive an executor restart.
     // Waiting pool containers are removed (they hold nothing).

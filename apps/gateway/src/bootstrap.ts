@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { HttpErrorFilter } from './common/http-error.filter';
 import { checkJsonLimits } from './common/json-limits';
+import { assignRequestId, enterRequestContext } from './common/request-id';
 import { takeUndecodablePathSegmentsLiterally } from './common/undecodable-path';
 import { UndeclaredQueryInterceptor } from './common/validation/undeclared-query.interceptor';
 import { GatewayModule } from './gateway.module';
@@ -28,6 +29,7 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   });
   const logger = app.get<Logger>(LOGGER);
   app.useLogger(new PinoNestLogger(logger));
+  app.use(assignRequestId);
   app.use(httpMetricsMiddleware(app.get(MetricsService)));
   const errors = new HttpErrorFilter(logger, configSecrets(config));
   app.useGlobalFilters(errors);
@@ -39,6 +41,7 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   // filter (400 invalid_json, 413, 400 naming the limit) rather than by the framework's.
   app.use(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false, type: JSON_TYPES, verify: (_req, _res, buf) => checkJsonLimits(buf, limits) }));
   app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => (err ? errors.reply(err, res) : next()));
+  app.use(enterRequestContext);
   answerUnparseableRequestsWithJson(app.getHttpServer() as Server);
   outlastClientsOnIdleConnections(app.getHttpServer() as Server);
   app.disable('x-powered-by');

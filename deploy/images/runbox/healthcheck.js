@@ -1,6 +1,7 @@
 // The image's HEALTHCHECK. What "healthy" means depends on the command the container runs
-// (the init process's arguments say which): the gateway answers /healthz; the executor
-// reaches its Docker engine; a migration run has nothing to check.
+// (the init process's arguments say which): the gateway answers /healthz; the executor's
+// /readyz on its own port answers (subscribed, NATS and its Docker engine up); a migration
+// run has nothing to check.
 'use strict';
 const fs = require('node:fs');
 const http = require('node:http');
@@ -18,12 +19,7 @@ function check(options) {
 }
 
 if (command.includes('executor')) {
-  const host = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
-  if (host.startsWith('unix://')) check({ socketPath: host.slice('unix://'.length), path: '/_ping' });
-  else {
-    const url = new URL(host.replace(/^tcp:/, 'http:'));
-    check({ host: url.hostname, port: url.port || 2375, path: '/_ping' });
-  }
+  check({ host: '127.0.0.1', port: Number(process.env.RUNBOX_EXECUTOR_HTTP_PORT || 8081), path: '/readyz' });
 } else if (command.includes('migrate')) {
   process.exit(0);
 } else {

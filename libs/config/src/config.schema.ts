@@ -122,6 +122,11 @@ export const configSchema = z.object({
   /** JavaScript heap a session's pages may use together; past it the context is closed. */
   RUNBOX_BROWSER_MAX_HEAP_MB: z.coerce.number().int().positive().default(512),
   RUNBOX_SANDBOX_IMAGE: z.string().default('runbox-sandbox:latest'),
+  /**
+   * Tenants with a label of their own in the gateway's per-tenant metrics: the first this
+   * many a gateway process counts; the rest are counted together as `other`.
+   */
+  RUNBOX_METRICS_TENANT_LABELS: z.coerce.number().int().min(0).max(1000).default(20),
   RUNBOX_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Append log lines to this file instead of stdout. */
   RUNBOX_LOG_FILE: optionalString,
@@ -129,6 +134,8 @@ export const configSchema = z.object({
   RUNBOX_EXECUTOR_GRACE_MS: z.coerce.number().int().positive().default(15_000),
   /** A stable name for this executor; sessions are pinned to the executor that created their sandbox. */
   RUNBOX_EXECUTOR_ID: optionalString,
+  /** The executor's own HTTP port: GET /healthz, /readyz and /metrics (0: any free port). */
+  RUNBOX_EXECUTOR_HTTP_PORT: port.default(8081),
   RUNBOX_SANDBOX_MEMORY_MB: z.coerce.number().int().positive().default(1024),
   RUNBOX_SANDBOX_CPUS: z.coerce.number().positive().default(1),
   RUNBOX_SANDBOX_PIDS: z.coerce.number().int().positive().default(512),

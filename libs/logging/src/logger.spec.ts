@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { createLogger } from './logger';
+import { acceptRequestId, withRequestId } from './request-id';
 
 function capture(): { stream: Writable; lines: string[] } {
   const lines: string[] = [];
@@ -37,5 +38,34 @@ describe('createLogger with known secrets', () => {
     expect(out).not.toContain('quote');
     expect(out).toContain('rbx_abcdefghij_[redacted]');
     expect(out.match(/\[redacted\]/g)).toHaveLength(3);
+  });
+});
+
+describe('createLogger with a correlation id', () => {
+  it('adds the current request id to every line written while it is set, and none outside', async () => {
+    const { stream, lines } = capture();
+    const logger = createLogger({ service: 'test', destination: stream });
+    await withRequestId('req-42', async () => {
+      await Promise.resolve();
+      logger.child({ runId: 'run_1' }).info('inside');
+    });
+    logger.info('outside');
+    const [inside, outside] = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(inside).toMatchObject({ request_id: 'req-42', runId: 'run_1', msg: 'inside' });
+    expect(outside.request_id).toBeUndefined();
+  });
+});
+
+describe('acceptRequestId', () => {
+  it('takes ids of the usual shapes', () => {
+    for (const id of ['0b1e4a52-8f0c-4a8e-9a38-2f1c2b8d0e11', '01HZX3J4K5M6N7P8Q9R0S1T2V3', 'abc.def:123', 'dGVzdA==', 'x'.repeat(128)]) {
+      expect(acceptRequestId(id)).toBe(id);
+    }
+  });
+
+  it('refuses empty, over-long, and ids with spaces, quotes, controls or non-ASCII', () => {
+    for (const id of ['', 'x'.repeat(129), 'a b', 'a"b', 'a\nb', 'a\u0000b', 'é', '<script>', undefined, 42]) {
+      expect(acceptRequestId(id)).toBeUndefined();
+    }
   });
 });

@@ -1,5 +1,6 @@
 import pino, { Logger } from 'pino';
 import { redactSecrets } from './redact-secrets';
+import { currentRequestId } from './request-id';
 
 /**
  * Field paths that may hold a secret. pino replaces them with "[redacted]" before a line
@@ -50,6 +51,12 @@ export function createLogger({ service, level = 'info', destination, file, secre
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       hooks: { streamWrite: (line) => redactSecrets(line, secrets) },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // The correlation id of the request being served, whoever logs: one grep finds a
+      // request's lines in the gateway and in the executor that ran its tool calls.
+      mixin: () => {
+        const requestId = currentRequestId();
+        return requestId ? { request_id: requestId } : {};
+      },
     },
     target,
   );

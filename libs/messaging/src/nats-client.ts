@@ -4,7 +4,9 @@ import {
   connect,
   Consumer,
   ErrorCode as NatsErrorCode,
+  headers as natsHeaders,
   Msg,
+  MsgHdrs,
   NatsConnection,
   NatsError,
   RetentionPolicy,
@@ -13,13 +15,14 @@ import {
 } from 'nats';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { acceptRequestId, currentRequestId, REQUEST_ID_HEADER, withRequestId } from '@app/logging';
 import { ZodError, ZodType } from 'zod';
 import { decodeJson, jsonCodec as codec } from './json-codec';
 import { fetchLargeMessage, isLargeMessageEnvelope, LargeMessageError, offerLargeMessage } from './large-message';
 
 /**
- * Room left under the server's max_payload for what NATS adds to a payload (headers). Our
- * messages carry none today; the margin keeps a bound that holds if one is added.
+ * Room left under the server's max_payload for what NATS adds to a payload: headers, of
+ * which ours carry at most the correlation id (MAX_REQUEST_ID_CHARS).
  */
 const PAYLOAD_HEADROOM_BYTES = 4 * 1024;
 
@@ -122,7 +125,7 @@ export class NatsClient {
     const body = this.encode(checked(contract.request, payload, subject, 'request'), contract.maxBytes, options.timeoutMs);
     let data: Uint8Array;
     try {
-      const msg = await this.connection.request(subject, body, { timeout: options.timeoutMs });
+      const msg = await this.connection.request(subject, body, { timeout: options.timeoutMs, headers: correlationHeaders() });
       data = await this.whole(msg.data, contract.maxBytes);
     } catch (err) {
       if (err instanceof NatsError && (err.code === NatsErrorCode.Timeout || err.code === NatsErrorCode.NoResponders)) {
@@ -135,7 +138,7 @@ export class NatsClient {
 
   /** Fire and forget; a payload over `messageLimitBytes` is refused (nobody would fetch its pieces). */
   publish<T>(contract: EventContract<T>, payload: T, subject = contract.subject): void {
-    this.connection.publish(subject, this.encodeEvent(contract, payload, subject));
+    this.connection.publish(subject, this.encodeEvent(contract, payload, subject), { headers: correlationHeaders() });
   }
 
   /** Calls `onMessage` with every valid message on `subject`; invalid ones are logged and dropped. */
@@ -144,7 +147,7 @@ export class NatsClient {
       callback: (err, msg) => {
         if (err) return;
         const parsed = msg.data.length <= contract.maxBytes ? contract.payload.safeParse(decodeJson(msg.data)) : null;
-        if (parsed?.success) onMessage(parsed.data);
+        if (parsed?.success) withRequestId(requestIdOf(msg.headers), () => onMessage(parsed.data));
         else this.logger.warn({ subject }, 'dropped an invalid message');
       },
     });
@@ -184,7 +187,11 @@ export class NatsClient {
           this.logger.error({ subject, err }, 'subscription failed');
           return;
         }
-        void this.dispatch(subject, contract, handler, fail, msg.data).then((reply) => this.answer(subject, contract, msg, reply, fail));
+        // The caller's correlation id, when it sent a well-formed one, goes on every log line
+        // the handler writes; a malformed one is ignored (it came from another process).
+        void withRequestId(requestIdOf(msg.headers), () => this.dispatch(subject, contract, handler, fail, msg.data)).then((reply) =>
+          this.answer(subject, contract, msg, reply, fail),
+        );
       },
     });
   }
@@ -359,6 +366,19 @@ const STREAM_NOT_FOUND = 10059;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The current correlation id as NATS headers, or none. */
+function correlationHeaders(): MsgHdrs | undefined {
+  const requestId = currentRequestId();
+  if (!requestId) return undefined;
+  const headers = natsHeaders();
+  headers.set(REQUEST_ID_HEADER, requestId);
+  return headers;
+}
+
+function requestIdOf(headers: MsgHdrs | undefined): string | undefined {
+  return acceptRequestId(headers?.get(REQUEST_ID_HEADER));
 }
 
 /** `value` parsed by `schema`; a failure is this side's bug, raised as a ContractViolationError. */

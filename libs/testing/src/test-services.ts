@@ -13,6 +13,8 @@ export function testServiceEnv(db: TestDatabase, nats: TestNats, executorId: str
     SYSTEM_DATABASE_URL: db.url,
     NATS_URL: nats.url,
     RUNBOX_EXECUTOR_ID: executorId,
+    // Several executors run on one machine in tests: each takes any free port for its probes.
+    RUNBOX_EXECUTOR_HTTP_PORT: '0',
     RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
     ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
   };

@@ -48,6 +48,13 @@ export interface CallTarget {
   backend: SandboxBackend;
 }
 
+/**
+ * What can go wrong with a sandbox's channel: the agent broke the protocol (the sandbox is
+ * stopped), the channel had to be opened again, the sandbox died under a call, or it died
+ * while idle and a new one was started on its workspace.
+ */
+export type ChannelErrorKind = 'protocol_violation' | 'reconnect' | 'sandbox_died' | 'sandbox_restarted';
+
 /** A session's sandbox as this executor holds it. */
 interface LiveSandbox {
   tenantId: string;
@@ -76,6 +83,8 @@ const EARLY_CANCEL_TTL_MS = 10 * 60_000;
 export class SandboxService {
   private readonly live = new Map<string, LiveSandbox>();
   private readonly lifecycle = new KeyedLock();
+  /** Channel trouble since the process started, by kind, for the executor's metrics. */
+  readonly channelErrors: Record<ChannelErrorKind, number> = { protocol_violation: 0, reconnect: 0, sandbox_died: 0, sandbox_restarted: 0 };
   /** Cancels of calls not yet sent to their sandbox, by tenant and call id, with when they came. */
   private readonly earlyCancels = new Map<string, number>();
 
@@ -90,6 +99,13 @@ export class SandboxService {
 
   get size(): number {
     return this.live.size;
+  }
+
+  /** Live sandboxes by what they are doing now: running a call (busy) or waiting for one (idle). */
+  countByState(): Record<'busy' | 'idle', number> {
+    let busy = 0;
+    for (const sandbox of this.live.values()) if (sandbox.inFlight > 0) busy++;
+    return { busy, idle: this.live.size - busy };
   }
 
   supports(backend: SandboxBackend): boolean {
@@ -181,6 +197,7 @@ export class SandboxService {
     }
     await this.lifecycle.run(sessionId, async () => {
       if (this.live.get(sessionId) !== sandbox) return;
+      this.channelErrors.sandbox_died++;
       this.forget(sandbox, 'the sandbox died');
       await runtime.destroy(sandbox.ref, true);
       await this.repo.markGone(tenantId, sessionId, 'failed', sandbox.ref.volume, 'the sandbox stopped unexpectedly');
@@ -391,6 +408,7 @@ export class SandboxService {
 
   private async reconnect(sandbox: LiveSandbox): Promise<AgentChannel> {
     const runtime = this.runtime(sandbox.backend);
+    this.channelErrors.reconnect++;
     try {
       return this.useChannel(sandbox, await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS));
     } catch (err) {
@@ -401,6 +419,7 @@ export class SandboxService {
     return this.lifecycle.run(sandbox.sessionId, async () => {
       if (this.live.get(sandbox.sessionId) !== sandbox) throw new SandboxUnavailableError('the sandbox was removed meanwhile');
       this.logger.warn({ sessionId: sandbox.sessionId }, 'the sandbox stopped while idle; starting a new one on its workspace');
+      this.channelErrors.sandbox_restarted++;
       await runtime.destroy(sandbox.ref, true);
       this.live.delete(sandbox.sessionId);
       const replacement = await this.create(sandbox, runtime, sandbox.ref.volume);
@@ -416,6 +435,7 @@ export class SandboxService {
     sandbox.channel = channel;
     const ref = sandbox.ref;
     channel.onProtocolViolation((violation) => {
+      this.channelErrors.protocol_violation++;
       this.quarantine(sandbox, ref, violation).catch((err: unknown) =>
         this.logger.error({ err, sessionId: sandbox.sessionId }, 'stopping a sandbox that broke the protocol failed; the sweep will remove it'),
       );

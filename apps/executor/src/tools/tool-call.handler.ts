@@ -38,9 +38,26 @@ export class ToolCallHandler {
     private readonly transfers?: VpsTransferHandler,
   ) {}
 
+  /**
+   * One line per call, whatever its outcome: with the caller's correlation id (the logger
+   * adds it), it ties the gateway's request to what this executor did for it.
+   */
   async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
-    const executor_id = this.sandboxes.executorId;
+    const started = Date.now();
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
+    try {
+      const reply = await this.run(req, log);
+      const outcome = !reply.ok ? reply.error.code : reply.result.is_error ? 'tool_error' : 'ok';
+      this.logger.info({ ...log, outcome, ms: Date.now() - started }, 'tool call');
+      return reply;
+    } catch (err) {
+      this.logger.info({ ...log, outcome: 'internal_error', ms: Date.now() - started }, 'tool call');
+      throw err;
+    }
+  }
+
+  private async run(req: ReceivedToolCall, log: Record<string, string>): Promise<ToolCallReply> {
+    const executor_id = this.sandboxes.executorId;
     const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
     const transfer = isVpsTransferTool(req.tool) && this.transfers;
     if (!SANDBOX_OPS.has(req.tool) && !transfer) return fail('unknown_tool', `${req.tool} is not a sandbox tool`);

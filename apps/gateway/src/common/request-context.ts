@@ -1,5 +1,6 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
+import type { CorrelatedRequest } from './request-id';
 
 export interface AuthenticatedRequest extends Request {
   tenantId?: string;
@@ -11,6 +12,11 @@ export const TenantId = createParamDecorator((_data: unknown, ctx: ExecutionCont
   const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
   if (!req.tenantId) throw new Error('TenantId used on a route without ApiKeyGuard');
   return req.tenantId;
+});
+
+/** The request's correlation id (X-Request-Id, checked or made by assignRequestId). */
+export const RequestId = createParamDecorator((_data: unknown, ctx: ExecutionContext): string | undefined => {
+  return ctx.switchToHttp().getRequest<CorrelatedRequest>().requestId;
 });
 
 /** The id of the API key the request authenticated with (set by ApiKeyGuard). */

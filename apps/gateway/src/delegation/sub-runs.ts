@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { LOGGER } from '@app/logging';
 import type { Logger } from 'pino';
+import { MetricsService } from '../metrics/metrics.service';
 import { RunEventsService } from '../runs/run-events.service';
 import { RunWorkers } from '../runs/run-workers';
 import { DELEGATE_TASK, depthLimitReason, RunToolSelection } from '../runs/run-tools';
@@ -41,6 +42,7 @@ export class SubRuns {
     private readonly registry: ToolRegistry,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: MetricsService,
   ) {}
 
   async delegate(ctx: GatewayToolContext, request: DelegateRequest): Promise<GatewayToolResult> {
@@ -67,6 +69,7 @@ export class SubRuns {
     if (outcome.kind === 'parent_ended') return toolFailure('cancelled: the run ended before its sub-agent started.');
     const sub = outcome.run;
     if (outcome.kind === 'created') {
+      this.metrics.runCreated(tenantId);
       this.events.announce(sub.id, [1]);
       this.events.announce(parent.id, outcome.parentSeqs);
       this.logger.info({ tenantId, runId: parent.id, subRunId: sub.id, depth: sub.depth, tools }, 'sub-run started');

@@ -3,6 +3,8 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { AnthropicMessagesProvider } from './anthropic-messages.provider';
 import { ModelError, ModelProvider, ModelRequest, ModelResponse, MODEL_PROVIDER } from './model-provider';
 import { OpenAiChatProvider } from './openai-chat.provider';
+import { TimedModelProvider } from './timed-model-provider';
+import { MetricsService } from '../metrics/metrics.service';
 
 /** Chosen when no model is configured: every call fails with a message saying so. */
 class UnconfiguredProvider implements ModelProvider {
@@ -19,7 +21,14 @@ export function createModelProvider(config: RunboxConfig): ModelProvider {
 }
 
 @Module({
-  providers: [{ provide: MODEL_PROVIDER, inject: [RUNBOX_CONFIG], useFactory: createModelProvider }],
+  providers: [
+    {
+      provide: MODEL_PROVIDER,
+      inject: [RUNBOX_CONFIG, MetricsService],
+      useFactory: (config: RunboxConfig, metrics: MetricsService) =>
+        new TimedModelProvider(createModelProvider(config), (call) => metrics.modelCallEnded({ ...call, provider: config.RUNBOX_MODEL_PROVIDER })),
+    },
+  ],
   exports: [MODEL_PROVIDER],
 })
 export class ModelsModule {}

@@ -3,6 +3,7 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { runCancelContract } from '@app/contracts';
 import { AppError, ErrorCode } from '@app/errors';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { MetricsService } from '../metrics/metrics.service';
 import { ExecutorClient } from '../tools/executor.client';
 import { usageFrom, wallMs } from './run-context';
 import { RunEnqueuer } from './run-enqueuer';
@@ -24,6 +25,7 @@ export class RunControlService {
     private readonly executor: ExecutorClient,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**
@@ -51,6 +53,7 @@ export class RunControlService {
       throw new AppError(ErrorCode.Conflict, `run ${runId} already ended (${now?.status ?? run.status}); only a queued, running or waiting run can be cancelled`);
     }
     this.events.announce(runId, done.seqs);
+    this.metrics.runEnded(tenantId, 'cancelled', done.startedAt, done.endedAt);
     this.nats.publish(runCancelContract, { run_id: runId });
     for (const callId of done.runningCallIds) this.executor.cancelTool(tenantId, run.sessionId, `${runId}:${callId}`);
     await this.cancelSubRuns(tenantId, runId, why.reason);

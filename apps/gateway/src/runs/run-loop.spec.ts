@@ -1,4 +1,5 @@
 import type { NatsClient } from '@app/messaging';
+import { MetricsService } from '../metrics/metrics.service';
 import type { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -27,7 +28,7 @@ function setUp(script: Script, options: RunOptions = {}) {
   const nats = { publish: () => undefined } as unknown as NatsClient;
   const events = new RunEventsService(store.eventsRepository(), nats);
   const toolCalls = store.toolCallsRepository();
-  const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
+  const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config, new MetricsService(config));
   const startedNext: string[] = [];
   const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;
@@ -48,6 +49,7 @@ function setUp(script: Script, options: RunOptions = {}) {
     model,
     config,
     silentLogger,
+    new MetricsService(config),
   );
   const run = store.addRun({ options });
   const execute = (recovery: { recovered?: boolean; recoveries?: number } = {}) => loop.execute(store.view(run.id), new AbortController().signal, recovery);

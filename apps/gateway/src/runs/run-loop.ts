@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { LOGGER } from '@app/logging';
+import { LOGGER, withRequestId } from '@app/logging';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { findUnstorableText, toStorableText } from '../common/storable-text';
+import { MetricsService } from '../metrics/metrics.service';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
 import { SessionsRepository } from '../sessions/sessions.repository';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -69,10 +70,18 @@ export class RunLoop {
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: MetricsService,
   ) {}
 
-  /** Executes (or resumes) a run this worker has claimed, until it ends or has to wait. */
-  async execute(run: RunView, signal: AbortSignal, options: ExecuteOptions = {}): Promise<RunOutcome> {
+  /**
+   * Executes (or resumes) a run this worker has claimed, until it ends or has to wait, under
+   * the correlation id of the request that made it: its log lines and executor calls carry it.
+   */
+  execute(run: RunView, signal: AbortSignal, options: ExecuteOptions = {}): Promise<RunOutcome> {
+    return withRequestId(run.requestId, () => this.executeClaimed(run, signal, options));
+  }
+
+  private async executeClaimed(run: RunView, signal: AbortSignal, options: ExecuteOptions): Promise<RunOutcome> {
     const log = this.logger.child({ tenantId: run.tenantId, runId: run.id, sessionId: run.sessionId });
     const { tenantId } = run;
     // Counted from what earlier workers stored; the context updates this same object.
@@ -83,6 +92,7 @@ export class RunLoop {
         if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
         const seqs = await this.runs.start(tenantId, run, runToolsJson(tools));
         if (!seqs) return 'finished';
+        this.metrics.runStarted(run.createdAt);
         this.events.announce(run.id, seqs);
       } else {
         if (run.status === 'requires_approval' && !(await this.runs.resumeAfterApproval(tenantId, run.id))) return 'parked';
@@ -273,6 +283,7 @@ export class RunLoop {
     );
     if (done) {
       this.events.announce(run.id, done.seqs);
+      this.metrics.runEnded(run.tenantId, 'completed', done.startedAt, done.endedAt);
       ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
       await this.afterEnd(run);
     }
@@ -291,6 +302,7 @@ export class RunLoop {
     );
     if (done) {
       this.events.announce(run.id, done.seqs);
+      this.metrics.runEnded(run.tenantId, 'failed', done.startedAt, done.endedAt);
       // Sub-runs left behind (the run gave up after crashes, say) end with it.
       await this.control.cancelSubRuns(run.tenantId, run.id);
       await this.afterEnd(run);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
+import { ACTIVE_STATUSES } from './run-status';
 
 export interface StrandedRun {
   tenantId: string;
@@ -29,6 +30,15 @@ export class RunSweepsRepository {
        ORDER BY r.dispatched_at NULLS FIRST
        LIMIT ${limit}`);
     return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id, dispatchedAt: r.dispatched_at }));
+  }
+
+  /** Runs of the whole deployment not yet ended, by status (every active status, zero included). */
+  async countActiveByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ status: string; runs: number }>>`
+      SELECT status, count(*)::int AS runs FROM runs WHERE status IN ('queued', 'running', 'requires_approval') GROUP BY status`);
+    const counts: Record<string, number> = Object.fromEntries(ACTIVE_STATUSES.map((s) => [s, 0]));
+    for (const row of rows) counts[row.status] = row.runs;
+    return counts;
   }
 
   /** Deployment-wide sweep: approvals still undecided past their deadline. */

@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { emptyBodySchema } from '../common/metadata';
-import { ApiKeyId, TenantId } from '../common/request-context';
+import { ApiKeyId, RequestId, TenantId } from '../common/request-context';
 import { PathId, ValidBody, ValidHeader, ValidQuery } from '../common/validation/request-parts';
 import { RunControlService } from './run-control.service';
 import { RunEventStream } from './run-event-stream';
@@ -47,9 +47,10 @@ export class RunsController {
     @ApiKeyId() apiKeyId: string,
     @ValidBody(createRunSchema) input: CreateRunInput,
     @ValidHeader('idempotency-key', idempotencyKeySchema) key: string | undefined,
+    @RequestId() requestId: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const { run, created } = await this.runs.create(tenantId, input, key, apiKeyId);
+    const { run, created } = await this.runs.create(tenantId, input, { idempotencyKey: key, apiKeyId, requestId });
     if (!created) res.setHeader('idempotent-replayed', 'true');
     return this.json(run);
   }

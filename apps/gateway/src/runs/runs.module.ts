@@ -3,6 +3,7 @@ import { ModelsModule } from '../models/models.module';
 import { SessionsModule } from '../sessions/sessions.module';
 import { TenancyModule } from '../tenants/tenancy.module';
 import { ToolsModule } from '../tools/tools.module';
+import { ActiveRunsGauge } from './active-runs.gauge';
 import { RunControlService } from './run-control.service';
 import { RunDefaultsRepository } from './run-defaults.repository';
 import { RunEnqueuer } from './run-enqueuer';
@@ -49,6 +50,7 @@ import { ToolCallsRepository } from './tool-calls.repository';
     RunWorkers,
     RunsService,
     RunSupervisor,
+    ActiveRunsGauge,
   ],
   exports: [RunsRepository, SubRunsRepository, ToolCallsRepository, RunEventsService, RunControlService, RunToolSelection, RunWorkers],
 })

@@ -29,6 +29,8 @@ export interface RunView {
   createdAt: Date;
   startedAt: Date | null;
   completedAt: Date | null;
+  /** The X-Request-Id of the request that made the run (its parent's, for a sub-run). */
+  requestId: string | null;
 }
 
 export interface NewRun {
@@ -42,12 +44,22 @@ export interface NewRun {
   enqueueWhenBusy?: boolean;
   /** A sub-run (delegate_task): shares the parent's session, not its history or its queue. */
   parentRunId?: string;
+  /** The correlation id of the request that made it. */
+  requestId?: string;
 }
 
 export type CreateOutcome =
   | { kind: 'created' | 'existing'; run: RunView }
   | { kind: 'session_not_found' }
   | { kind: 'session_busy'; activeRunId: string };
+
+/** A run `finish` ended: its calls that were running, the events written, and its times. */
+export interface FinishedRun {
+  runningCallIds: string[];
+  seqs: number[];
+  startedAt: Date | null;
+  endedAt: Date;
+}
 
 type RunRow = Prisma.RunGetPayload<object>;
 
@@ -105,6 +117,7 @@ export class RunsRepository {
             options: input.options as Prisma.InputJsonValue,
             optionSources: input.optionSources ? (input.optionSources as Prisma.InputJsonValue) : Prisma.JsonNull,
             idempotencyKey: input.idempotencyKey ?? null,
+            requestId: input.requestId ?? null,
             dispatchedAt: new Date(),
           },
         });
@@ -250,7 +263,7 @@ export class RunsRepository {
     extra: { output?: string; error?: string; usage?: (startedAt: Date | null, now: Date) => Record<string, unknown> },
     event: NewEvent,
     openCalls: Omit<CallResult, 'status'> & { status: 'cancelled' | 'failed' },
-  ): Promise<{ runningCallIds: string[]; seqs: number[] } | null> {
+  ): Promise<FinishedRun | null> {
     return this.db.tenant(tenantId, async (tx) => {
       const locked = await lockRun(tx, tenantId, run.id);
       if (!locked || !from.includes(locked.status)) return null;
@@ -269,7 +282,7 @@ export class RunsRepository {
         },
       });
       const seqs = await appendEventsTx(tx, tenantId, run.id, [event]);
-      return { runningCallIds: open.filter((c) => c.status === 'running').map((c) => c.callId), seqs };
+      return { runningCallIds: open.filter((c) => c.status === 'running').map((c) => c.callId), seqs, startedAt: locked.startedAt, endedAt: locked.now };
     });
   }
 
@@ -297,5 +310,6 @@ export function toRun(row: RunRow): RunView {
     createdAt: row.createdAt,
     startedAt: row.startedAt,
     completedAt: row.completedAt,
+    requestId: row.requestId,
   };
 }

@@ -2,12 +2,21 @@ import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import { RunEnqueuer } from './run-enqueuer';
 import { RunEventsService } from './run-events.service';
+import { MetricsService } from '../metrics/metrics.service';
 import { QuotasService } from '../quotas/quotas.service';
 import { applyRunDefaults } from './run-defaults';
 import { RunDefaultsRepository } from './run-defaults.repository';
 import { CreateRunInput } from './run-options';
 import { RunsRepository, RunView } from './runs.repository';
 import { ToolCallsRepository, ToolCallView } from './tool-calls.repository';
+
+/** What the request that makes a run says besides its body. */
+export interface RunRequest {
+  idempotencyKey?: string;
+  apiKeyId?: string;
+  /** The request's correlation id, kept with the run for whichever worker executes it. */
+  requestId?: string;
+}
 
 @Injectable()
 export class RunsService {
@@ -18,13 +27,15 @@ export class RunsService {
     private readonly events: RunEventsService,
     private readonly quotas: QuotasService,
     private readonly defaults: RunDefaultsRepository,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**
    * Creates and queues a run. A repeated idempotency key returns the first run; a session
    * that already has a run going answers 409 unless the request asks to queue behind it.
    */
-  async create(tenantId: string, input: CreateRunInput, idempotencyKey?: string, apiKeyId?: string): Promise<{ run: RunView; created: boolean }> {
+  async create(tenantId: string, input: CreateRunInput, from: RunRequest = {}): Promise<{ run: RunView; created: boolean }> {
+    const { idempotencyKey, apiKeyId, requestId } = from;
     const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...requested } = input;
     const defaults = await this.defaults.forRun(tenantId, apiKeyId);
     const { options, sources } = applyRunDefaults(requested, defaults.apiKey, defaults.tenant);
@@ -36,6 +47,7 @@ export class RunsService {
         options,
         optionSources: sources,
         idempotencyKey,
+        requestId,
         sessionMetadata: metadata,
         enqueueWhenBusy: onBusy === 'enqueue',
       }),
@@ -52,6 +64,7 @@ export class RunsService {
       case 'existing':
         return { run: outcome.run, created: false };
       case 'created':
+        this.metrics.runCreated(tenantId);
         this.events.announce(outcome.run.id, [1]);
         await this.enqueuer.enqueue(tenantId, outcome.run.id, 'created');
         return { run: outcome.run, created: true };

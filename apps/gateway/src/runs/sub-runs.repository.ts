@@ -8,7 +8,7 @@ import { RunView, toRun } from './runs.repository';
 
 /** A sub-run for one delegate_task call of `parent`. */
 export interface NewSubRun {
-  parent: Pick<RunView, 'id' | 'sessionId' | 'depth'>;
+  parent: Pick<RunView, 'id' | 'sessionId' | 'depth' | 'requestId'>;
   parentCallId: string;
   input: string;
   options: RunOptions;
@@ -48,6 +48,8 @@ export class SubRunsRepository {
           status: 'queued',
           input: input.input,
           options: input.options as Prisma.InputJsonValue,
+          // A sub-run is part of the request that made its parent.
+          requestId: input.parent.requestId,
           dispatchedAt: new Date(),
         },
       });

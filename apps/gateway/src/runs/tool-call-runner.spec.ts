@@ -1,3 +1,4 @@
+import { MetricsService } from '../metrics/metrics.service';
 import type { NatsClient } from '@app/messaging';
 import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -48,7 +49,7 @@ describe('ToolCallRunner.pass', () => {
     const executor = new FakeExecutor();
     const events = new RunEventsService(store.eventsRepository(), { publish: () => undefined } as unknown as NatsClient);
     const toolCalls = store.toolCallsRepository();
-    const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config);
+    const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config, new MetricsService(config));
     const run = store.addRun({ status: 'running', options });
     const ctx: RunContext = {
       run: store.view(run.id),

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { ToolResult } from '@app/contracts';
+import { MetricsService } from '../metrics/metrics.service';
 import { ExecutorClient } from '../tools/executor.client';
 import { InvalidToolArgumentsError, ToolInfrastructureError, ToolNotDispatchedError, ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -47,6 +48,7 @@ export class ToolCallRunner {
     private readonly tools: ToolRouter,
     private readonly executor: ExecutorClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    private readonly metrics: MetricsService,
   ) {}
 
   /**
@@ -146,7 +148,15 @@ export class ToolCallRunner {
       if (!seqs) return; // finished meanwhile (the run was cancelled)
       this.events.announce(run.id, seqs);
     }
-    const result = await this.execute(ctx, call);
+    const timed = this.metrics.timeToolCall(this.toolLabel(call));
+    let result: ToolResult;
+    try {
+      result = await this.execute(ctx, call);
+    } catch (err) {
+      timed('failed');
+      throw err;
+    }
+    timed(result.is_error ? 'error' : 'ok');
     await this.storeResult(ctx, () =>
       this.finish(ctx, call, {
         status: result.is_error ? 'failed' : 'completed',
@@ -288,6 +298,12 @@ export class ToolCallRunner {
     }
     const seqs = await this.toolCalls.finish(ctx.run.tenantId, ctx.run, call.callId, { ...result, output }, events);
     this.events.announce(ctx.run.id, seqs);
+    this.metrics.toolCallEnded(ctx.run.tenantId, this.toolLabel(call), result.status);
+  }
+
+  /** A registered tool's name; whatever else a model called counts as `unknown`, so labels stay bounded. */
+  private toolLabel(call: ToolCallView): string {
+    return this.registry.get(call.name) ? call.name : 'unknown';
   }
 
   private facts(ctx: RunContext, call: ToolCallView): CallFacts {

@@ -45,6 +45,7 @@ export class InMemoryRuns {
       createdAt: new Date(Date.now() + this.ids),
       startedAt: null,
       completedAt: null,
+      requestId: null,
       leaseOwner: null,
       leaseExpiresAt: null,
       recoveries: 0,
@@ -149,7 +150,7 @@ export class InMemoryRuns {
           ...(extra.error !== undefined ? { error: extra.error } : {}),
           ...(extra.usage ? { usage: extra.usage(stored.startedAt, now) } : {}),
         });
-        return { runningCallIds, seqs: this.append(run.id, [event]) };
+        return { runningCallIds, seqs: this.append(run.id, [event]), startedAt: stored.startedAt, endedAt: now };
       },
     };
     return fake as RunsRepository;
@@ -333,6 +334,7 @@ export function testConfig(overrides: Partial<RunboxConfig> = {}): RunboxConfig 
     RUNBOX_DELEGATE_MAX_DEPTH: 2,
     RUNBOX_RUN_LEASE_SECONDS: 30,
     RUNBOX_RUN_WORKERS: 4,
+    RUNBOX_METRICS_TENANT_LABELS: 20,
     ...overrides,
   };
   return config as RunboxConfig;
