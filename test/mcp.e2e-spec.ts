@@ -305,7 +305,7 @@ describe('MCP servers', () => {
       expect(forbiddenHits).toBe(0);
     });
 
-    it('reports a stdio server as unavailable when no sandbox transport is installed', async () => {
+    it('reports a stdio server as failed when no executor serves sandboxes, and the run completes', async () => {
       const tenant = await stack.createTenant();
       const runs = new RunsClient(stack, tenant.apiKey);
       await addServer(tenant, { name: 'local', transport: 'stdio', command: 'npx', args: ['some-server'] });
@@ -313,7 +313,7 @@ describe('MCP servers', () => {
       const { id } = await runs.start({ input: 'go', toolset: 'all' });
       expect((await runs.wait(id)).status).toBe('completed');
       const failed = (await readRunEvents(stack.url, tenant.apiKey, id)).filter((e) => e.event === 'mcp.server_failed');
-      expect(failed).toEqual([expect.objectContaining({ data: expect.objectContaining({ server: 'local', error: expect.stringContaining('stdio MCP servers cannot run') }) })]);
+      expect(failed).toEqual([expect.objectContaining({ data: expect.objectContaining({ server: 'local', error: expect.stringContaining('no executor is serving sandboxes') }) })]);
     });
   });
 

@@ -9,7 +9,6 @@ import { DelegationModule } from './delegation/delegation.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
 import { McpModule } from './mcp/mcp.module';
-import { McpStdioModule } from './mcp/mcp-stdio.module';
 import { MemoryModule } from './memory/memory.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { OpenApiModule } from './openapi/openapi.module';
@@ -97,7 +96,6 @@ const FEATURES = [
   SkillsModule,
   HealthModule,
   MetricsModule,
-  McpStdioModule,
 ];
 
 @Module({})

@@ -169,6 +169,23 @@ describe('McpConnections', () => {
     await connections.closeAll();
   });
 
+  it('forgets, and closes, only the connections whose key matches', async () => {
+    const connections = new McpConnections(limits, clock);
+    const closed: string[] = [];
+    const keyed = (key: string): McpTarget => ({
+      ...target(async () => {
+        const link = await linkTo(fixtureServer());
+        return { client: link.client, close: () => (closed.push(key), link.close()) };
+      }),
+      key,
+    });
+    for (const key of ['t:srv:s1', 't:srv:s2', 't:other:s1', 't:remote']) expect((await connections.tools(keyed(key))).ok).toBe(true);
+    await connections.forgetWhere((key) => key.endsWith(':s1'));
+    expect(closed.sort()).toEqual(['t:other:s1', 't:srv:s1']);
+    expect(connections.keys().sort()).toEqual(['t:remote', 't:srv:s2']);
+    await connections.closeAll();
+  });
+
   it('gives a tool’s timeout as an error result without counting it against the server', async () => {
     const server = fixtureServer();
     server.registerTool('hang', { description: 'Never answers.' }, () => new Promise(() => undefined));

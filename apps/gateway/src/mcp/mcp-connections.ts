@@ -130,14 +130,24 @@ export class McpConnections {
   }
 
   /** Drops every connection of a server (its configuration changed or it was deleted). */
-  async forget(keyPrefix: string): Promise<void> {
+  forget(keyPrefix: string): Promise<void> {
+    return this.forgetWhere((key) => key === keyPrefix || key.startsWith(`${keyPrefix}:`));
+  }
+
+  /** Drops, and closes, every connection whose key `match`es (e.g. those into a deleted session's sandbox). */
+  async forgetWhere(match: (key: string) => boolean): Promise<void> {
     const closing: Array<Promise<void>> = [];
     for (const [key, entry] of this.entries) {
-      if (key !== keyPrefix && !key.startsWith(`${keyPrefix}:`)) continue;
+      if (!match(key)) continue;
       this.entries.delete(key);
       closing.push(closeLink(entry));
     }
     await Promise.all(closing);
+  }
+
+  /** The keys of the connections held (open, or remembered with their backoff). */
+  keys(): string[] {
+    return [...this.entries.keys()];
   }
 
   async closeAll(): Promise<void> {

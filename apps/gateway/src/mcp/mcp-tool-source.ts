@@ -5,6 +5,7 @@ import { EgressGuard, readTenantEgressRules } from '@app/egress';
 import { LOGGER } from '@app/logging';
 import { PrismaService } from '@app/persistence';
 import { CredentialCipher } from '@app/ssh';
+import { SessionReleaseHooks } from '../sessions/session-release-hooks';
 import { TenantTool, TenantToolListing, TenantToolProblem, TenantToolScope, TenantToolSource } from '../tools/tenant-tool';
 import { McpConnections, McpHealthReport, McpTarget } from './mcp-connections';
 import { McpConnector, McpEndpoint } from './mcp-connector';
@@ -34,8 +35,10 @@ export class McpToolSource implements TenantToolSource, OnModuleDestroy {
     db: PrismaService,
     @Inject(RUNBOX_CONFIG) config: RunboxConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    releaseHooks: SessionReleaseHooks,
     @Optional() @Inject(MCP_STDIO_TRANSPORTS) stdio?: McpStdioTransportFactory,
   ) {
+    releaseHooks.register((tenantId, sessionId) => this.forgetSession(tenantId, sessionId));
     this.cipher = config.RUNBOX_CREDENTIALS_KEY ? new CredentialCipher(config.RUNBOX_CREDENTIALS_KEY, config.RUNBOX_CREDENTIALS_PREVIOUS_KEYS) : undefined;
     const guard = new EgressGuard({ allowPrivateHosts: config.RUNBOX_ALLOW_PRIVATE_HOSTS ?? [] });
     this.connector = new McpConnector(guard, (tenantId) => readTenantEgressRules(db, tenantId), stdio);
@@ -51,6 +54,22 @@ export class McpToolSource implements TenantToolSource, OnModuleDestroy {
   async forget(tenantId: string, serverId: string): Promise<void> {
     await this.connections.forget(`${tenantId}:${serverId}`);
     for (const key of this.written.keys()) if (key.startsWith(`${tenantId}:${serverId}:`)) this.written.delete(key);
+  }
+
+  /**
+   * Closes the session's stdio connections (their processes run in its sandbox) as it is
+   * deleted, rather than when they idle out. Connections another gateway replica holds end
+   * when the sandbox goes (their reads fail) and are forgotten when idle.
+   */
+  async forgetSession(tenantId: string, sessionId: string): Promise<void> {
+    const inSession = (key: string) => key.startsWith(`${tenantId}:`) && key.endsWith(`:${sessionId}`);
+    await this.connections.forgetWhere(inSession);
+    for (const key of this.written.keys()) if (key.startsWith(`${tenantId}:`) && key.includes(`:${sessionId}:`)) this.written.delete(key);
+  }
+
+  /** The keys of the cached connections: `<tenant>:<server id>`, plus `:<session>` for stdio servers. */
+  connectionKeys(): string[] {
+    return this.connections.keys();
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,6 +1,9 @@
 import type { NatsClient } from '@app/messaging';
+import { mcpTenantTool } from '../mcp/mcp-tool';
 import { MetricsService } from '../metrics/metrics.service';
 import type { SessionsRepository } from '../sessions/sessions.repository';
+import type { TenantTool } from '../tools/tenant-tool';
+import type { TenantTools } from '../tools/tenant-tools';
 import { ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
 import type { RunControlService } from './run-control.service';
@@ -20,7 +23,7 @@ type Script = ConstructorParameters<typeof ScriptedModel>[0];
  * tables in memory: only the model (scripted), the executor (answers at once unless a call
  * is held) and NATS (announcements dropped) are fakes.
  */
-function setUp(script: Script, options: RunOptions = {}) {
+function setUp(script: Script, options: RunOptions = {}, env: { tenantTools?: TenantTools; sandboxExecutor?: () => string | null } = {}) {
   const store = new InMemoryRuns();
   const config = testConfig();
   const registry = new ToolRegistry();
@@ -32,7 +35,11 @@ function setUp(script: Script, options: RunOptions = {}) {
   const startedNext: string[] = [];
   const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;
-  const sessions = { find: async () => ({ executorId: null }) } as unknown as SessionsRepository;
+  const sandboxExecutor = env.sandboxExecutor ?? (() => null);
+  const sessions = {
+    find: async () => ({ executorId: sandboxExecutor() }),
+    toolRoute: async () => ({ executorId: sandboxExecutor() }),
+  } as unknown as SessionsRepository;
   const model = new ScriptedModel(script);
   const loop = new RunLoop(
     store.runsRepository(),
@@ -44,7 +51,7 @@ function setUp(script: Script, options: RunOptions = {}) {
     runner,
     enqueuer,
     control,
-    new RunToolSelection(registry, config),
+    new RunToolSelection(registry, config, env.tenantTools),
     { approvalRequired: async () => new Set<string>() } as unknown as RunDefaultsRepository,
     model,
     config,
@@ -157,6 +164,30 @@ describe('RunLoop', () => {
     expect(store.callsOf(run.id)[0]).toMatchObject({ status: 'completed', decision: 'approved' });
     expect(store.eventTypes(run.id)).toContain('run.resumed');
     expect(store.run(run.id)).toMatchObject({ status: 'completed', output: 'written' });
+  });
+
+  it('sends sandbox calls to the executor of a sandbox that a tool listing made mid-run', async () => {
+    // The stdio MCP server `local`, whose listing (before turn 2) starts it in the sandbox,
+    // which makes the session's sandbox on executor exec-2.
+    let sandboxOn: string | null = null;
+    let listings = 0;
+    const ping = mcpTenantTool('local', { name: 'ping', inputSchema: { type: 'object' } }, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
+    if (!ping.ok) throw new Error(ping.reason);
+    const tenantTools = {
+      list: async () => {
+        if (++listings === 2) sandboxOn = 'exec-2';
+        return { tools: new Map<string, TenantTool>([[ping.tool.definition.name, ping.tool]]), problems: [] };
+      },
+    } as unknown as TenantTools;
+    const { store, executor, run, execute } = setUp([[['mcp__local__ping', {}]], [['read_file', { path: 'a.txt' }]], 'done'], { tools: ['mcp__local', 'read_file'] }, {
+      tenantTools,
+      sandboxExecutor: () => sandboxOn,
+    });
+
+    expect(await execute()).toBe('finished');
+
+    expect(store.run(run.id)).toMatchObject({ status: 'completed', output: 'done' });
+    expect(executor.routes).toEqual([{ subject: 'read_file:a.txt', executorId: 'exec-2' }]);
   });
 
   describe('resuming after its worker was lost', () => {

@@ -167,6 +167,9 @@ export class RunLoop {
     const fresh = await this.toolSelection.withTenantTools(ctx.run, ctx.signal);
     ctx.offered = fresh.offered;
     ctx.tenantTools = fresh.tenantTools;
+    // Listing a stdio MCP server starts it in the session's sandbox, which makes the sandbox
+    // when there was none: the run's sandbox calls then go to the executor that holds it.
+    if (!ctx.executorId) ctx.executorId = (await this.sessions.toolRoute(ctx.run.tenantId, ctx.run.sessionId))?.executorId ?? null;
     await this.reportToolProblems(ctx, fresh.problems);
   }
 

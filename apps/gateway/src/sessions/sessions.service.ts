@@ -13,6 +13,7 @@ import {
   UnknownToolError,
 } from '../tools/tool-router';
 import { BrowserPool } from '../web/browser/browser-pool';
+import { SessionReleaseHooks } from './session-release-hooks';
 import { SessionRouteCache } from './session-route-cache';
 import { SessionRunsCanceller } from './session-runs-canceller';
 import { MessageView, SessionsRepository, SessionView } from './sessions.repository';
@@ -35,6 +36,7 @@ export class SessionsService {
     private readonly runs: SessionRunsCanceller,
     @Inject(LOGGER) private readonly logger: Logger,
     private readonly browsers: BrowserPool,
+    private readonly releaseHooks: SessionReleaseHooks,
   ) {}
 
   create(tenantId: string, metadata: Record<string, unknown>): Promise<SessionView> {
@@ -59,6 +61,10 @@ export class SessionsService {
     if (cancelled > 0) this.logger.info({ tenantId, sessionId: id, cancelled }, 'cancelled the runs of a deleted session');
     // This replica's browser context for it; another replica's closes when it idles.
     await this.browsers.release(tenantId, id);
+    // Before the sandbox goes: what runs in it (stdio MCP servers) is stopped by those who started it.
+    for (const err of await this.releaseHooks.run(tenantId, id)) {
+      this.logger.warn({ tenantId, sessionId: id, error: err instanceof Error ? err.message : String(err) }, 'could not let go of a deleted session’s resources');
+    }
     const released = await this.executor.releaseSession(tenantId, id, session.executorId);
     if (!released) {
       // The executor's orphan sweep removes it: the session is no longer live.

@@ -286,6 +286,8 @@ export class ScriptedModel implements ModelProvider {
 export class FakeExecutor {
   readonly log: string[] = [];
   readonly cancelled: string[] = [];
+  /** Each call, with the executor it was pinned to (null: any executor may take it). */
+  readonly routes: Array<{ subject: string; executorId: string | null }> = [];
   private readonly held = new Map<string, () => void>();
   private readonly holding = new Set<string>();
   private readonly started = new Map<string, () => void>();
@@ -305,9 +307,10 @@ export class FakeExecutor {
     this.held.get(subject)?.();
   }
 
-  callTool = async (request: ToolCallRequest): Promise<ToolCallReply> => {
+  callTool = async (request: ToolCallRequest, executorId: string | null = null): Promise<ToolCallReply> => {
     const args = request.arguments as Record<string, unknown>;
     const subject = `${request.tool}:${String(args.path ?? args.command ?? args.pattern ?? '')}`;
+    this.routes.push({ subject, executorId });
     this.log.push(`start ${subject}`);
     this.started.get(subject)?.();
     if (this.holding.has(subject)) await new Promise<void>((resolve) => this.held.set(subject, resolve));
