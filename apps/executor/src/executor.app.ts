@@ -6,6 +6,7 @@ import { LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient, NatsContractServer } from '@app/messaging';
 import type { Logger } from 'pino';
 import { ExecutorModule } from './executor.module';
+import { ExecutorAnnouncer } from './registration/executor-announcer';
 import { SandboxService } from './sandbox/sandbox.service';
 
 /**
@@ -21,6 +22,8 @@ export async function startExecutor(config?: RunboxConfig, logger: LoggerService
   const executorId = app.get(SandboxService).executorId;
   transport.attach({ nats: app.get<NatsClient>(NATS_CLIENT), responderId: executorId, queue: EXECUTOR_QUEUE_GROUP });
   await app.listen();
+  // Announced only once subscribed: a gateway that places a session here finds it answering.
+  app.get(ExecutorAnnouncer).start();
   app.get<Logger>(LOGGER).info({ executorId }, 'executor listening');
   return app;
 }

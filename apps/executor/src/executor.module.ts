@@ -1,4 +1,4 @@
-import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { ContractExceptionFilter, NATS_CLIENT, NatsClient } from '@app/messaging';
@@ -6,6 +6,7 @@ import { PrismaService } from '@app/persistence';
 import Docker from 'dockerode';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { dockerOptionsFor } from './sandbox/docker-host';
 import { DockerSandboxDriver } from './sandbox/docker-sandbox.driver';
 import { workspaceVolumesOn } from './sandbox/docker-workspace-disks';
 import { sandboxPolicyFrom } from './sandbox/sandbox-policy';
@@ -24,6 +25,9 @@ import { SessionReleaseController } from './tools/session-release.controller';
 import { SessionReleaseHandler } from './tools/session-release.handler';
 import { ToolCallController } from './tools/tool-call.controller';
 import { ToolCallHandler } from './tools/tool-call.handler';
+import { ExecutorAnnouncer } from './registration/executor-announcer';
+import { ExecutorRegistrationController } from './registration/executor-registration.controller';
+import { runboxVersion } from './registration/executor-version';
 
 const EXECUTOR_ID = Symbol('EXECUTOR_ID');
 
@@ -50,7 +54,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
       inject: [RUNBOX_CONFIG, LOGGER, EXECUTOR_ID],
       useFactory: (c: RunboxConfig, logger: Logger, id: string) => NatsClient.connect(c.NATS_URL, `runbox-executor-${id}`, logger),
     },
-    { provide: Docker, useFactory: () => new Docker() },
+    { provide: Docker, inject: [RUNBOX_CONFIG], useFactory: (c: RunboxConfig) => new Docker(dockerOptionsFor(c.DOCKER_HOST)) },
     {
       provide: DockerSandboxDriver,
       inject: [Docker, EXECUTOR_ID, RUNBOX_CONFIG, LOGGER],
@@ -73,7 +77,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
         // The local backend exists only when the operator asked for it by name.
         if (c.RUNBOX_UNSAFE_LOCAL_BACKEND) runtimes.set('local', new LocalRuntime(c.RUNBOX_LOCAL_WORKSPACES, id, l));
         const policy = { idleTtlMs: c.RUNBOX_SANDBOX_IDLE_TTL_SECONDS * 1000, keepWorkspaceOnIdle: c.RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE };
-        return new SandboxService(id, runtimes, r, policy, l);
+        return new SandboxService(id, runtimes, r, policy, l, Date.now, c.RUNBOX_EXECUTOR_MAX_SANDBOXES);
       },
     },
     {
@@ -106,17 +110,26 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
       inject: [SandboxService, DockerSandboxDriver],
       useFactory: (s: SandboxService, d: DockerSandboxDriver) => new ExecutorPingHandler(s, d),
     },
+    {
+      provide: ExecutorAnnouncer,
+      inject: [RUNBOX_CONFIG, NATS_CLIENT, SandboxService, SandboxPool, LOGGER],
+      useFactory: (c: RunboxConfig, n: NatsClient, s: SandboxService, pool: SandboxPool, l: Logger) =>
+        new ExecutorAnnouncer(n, { sandboxes: s, warmPool: () => pool.ready }, Math.round(c.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS * 1000), runboxVersion(), l),
+    },
     ContractExceptionFilter,
   ],
   // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
-  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController],
+  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, ExecutorRegistrationController],
 })
-class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdown {
+class ExecutorCoreModule implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     private readonly sandboxes: SandboxService,
     private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
+    private readonly announcer: ExecutorAnnouncer,
+    private readonly toolCalls: ToolCallHandler,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -128,7 +141,24 @@ class ExecutorCoreModule implements OnApplicationBootstrap, OnApplicationShutdow
     // The controllers start answering once the app listens (executor.app.ts), after this.
   }
 
+  /**
+   * A stop (SIGTERM, a rolling restart) drains: no new session from now on, said at once
+   * to every gateway; no new call is taken (callers find no responder and answer 503 with
+   * Retry-After); the calls already taken finish, each bounded by its own time limit.
+   * The sandboxes stay for the process that comes back under the same id.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.sandboxes.stopAdmitting('draining');
+    this.announcer.announce();
+    await this.nats.stopResponding();
+    const inFlight = this.toolCalls.inFlight.count;
+    if (inFlight > 0) this.logger.info({ inFlight }, 'draining: waiting for the calls in flight');
+    await this.toolCalls.inFlight.settled();
+    this.announcer.stop();
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    this.announcer.stop();
     await this.janitor.stop();
     // Session containers stay: their shell state and jobs survive an executor restart.
     // Waiting pool containers are removed (they hold nothing).

@@ -81,6 +81,9 @@ export interface WorkQueueOptions {
  * server's max_payload per message, the contract's limit per assembled message.
  */
 export class NatsClient {
+  /** What `respond` subscribed, so a draining service can stop answering before it stops. */
+  private readonly responders = new Set<Subscription>();
+
   private constructor(
     readonly connection: NatsConnection,
     private readonly logger: Logger,
@@ -170,7 +173,7 @@ export class NatsClient {
   ): Subscription {
     const subject = options.subject ?? contract.subject;
     const fail = failureFor(contract, options.responderId);
-    return this.connection.subscribe(subject, {
+    const subscription = this.connection.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
         if (err) {
@@ -180,6 +183,20 @@ export class NatsClient {
         void this.dispatch(subject, contract, handler, fail, msg.data).then((reply) => this.answer(subject, contract, msg, reply, fail));
       },
     });
+    this.responders.add(subscription);
+    return subscription;
+  }
+
+  /**
+   * Stops answering requests: every subscription `respond` made is drained (requests
+   * already delivered are still handled), so callers find "no responders" from here on
+   * instead of a responder that is about to go. Events are still received.
+   */
+  async stopResponding(): Promise<void> {
+    const subscriptions = [...this.responders];
+    this.responders.clear();
+    await Promise.all(subscriptions.map((s) => s.drain().catch(() => undefined)));
+    await this.flush().catch(() => undefined);
   }
 
   /** Publishes to a JetStream stream; a repeated `msgID` within the stream's window is dropped. */

@@ -5,10 +5,12 @@ import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, ProtocolViolationError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import { isVpsTransferTool, VpsTransferHandler } from '../ssh/vps-transfer.handler';
+import { InFlightCalls } from './in-flight-calls';
 import {
   BackendDisabledError,
   BackendMismatchError,
   CallCancelledError,
+  NewSessionRefusedError,
   SandboxService,
   SandboxUnavailableError,
   SessionNotFoundError,
@@ -35,9 +37,14 @@ export class ToolCallHandler {
     private readonly sandboxes: SandboxService,
     private readonly logger: Logger,
     private readonly transfers?: VpsTransferHandler,
+    readonly inFlight = new InFlightCalls(),
   ) {}
 
-  async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
+  handle(req: ReceivedToolCall): Promise<ToolCallReply> {
+    return this.inFlight.track(() => this.run(req));
+  }
+
+  private async run(req: ReceivedToolCall): Promise<ToolCallReply> {
     const executor_id = this.sandboxes.executorId;
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
     const fail = (code: string, message: string): ToolCallReply => ({ ok: false, executor_id, error: { code, message } });
@@ -53,6 +60,7 @@ export class ToolCallHandler {
       return { ok: true, executor_id, result };
     } catch (err) {
       if (err instanceof SessionNotFoundError) return fail('not_found', err.message);
+      if (err instanceof NewSessionRefusedError) return fail(err.reason, err.message);
       if (err instanceof SandboxQuotaError) return fail('quota_exceeded', err.message);
       if (err instanceof BackendDisabledError) return fail('backend_disabled', refusal(req.backend));
       if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);

@@ -11,19 +11,35 @@ import {
   toolCancelContract,
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
+import { ExecutorAnnouncements } from '../executors/executor-announcements';
+import { ExecutorRegistry } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
- * never came: the call may or may not have run.
+ * never came: the call may or may not have run. `retryAfterSeconds` is set when trying
+ * again later can work (no executor with room, the session's executor restarting).
  */
 export class ExecutorUnavailableError extends Error {
   constructor(
     message: string,
     readonly outcomeUnknown = false,
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
 }
+
+/**
+ * The session's executor stayed lost past RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS (or was
+ * decommissioned) and RUNBOX_ON_EXECUTOR_LOSS is `fail`: its workspace is out of reach.
+ */
+export class ExecutorLostError extends Error {}
+
+/** Replies with which an executor refuses a new session; the next executor is tried. */
+const REFUSALS = new Set(['executor_full', 'executor_draining']);
+
+/** How long placement waits for a first announcement when this gateway has heard none yet. */
+const FIRST_ANNOUNCEMENT_WAIT_MS = 1_000;
 
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
@@ -31,28 +47,122 @@ export class ExecutorClient extends NatsContractClient {
   constructor(
     @Inject(NATS_CLIENT) nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    private readonly executors: ExecutorRegistry,
+    private readonly announcements: ExecutorAnnouncements,
   ) {
     super(nats);
   }
 
+  /**
+   * Runs a sandbox call: on the session's executor, or, for a session without one, on the
+   * executor with the most free capacity (docs/scaling.md). A session whose executor is
+   * lost answers at once (no call is sent into the void); past the grace, the loss policy
+   * decides.
+   */
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
-    try {
-      return await this.request(
-        { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
-        // The deployment, never the tenant, decides where sandbox tools run.
-        { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+    if (!executorId) return this.place(request);
+    const standing = this.executors.standing(executorId);
+    if (standing.kind === 'serving') return this.callOn(request, executorId);
+    if (standing.kind === 'lost') {
+      throw new ExecutorUnavailableError(
+        `executor ${executorId}, which holds this session's sandbox, has not been heard from for ${seconds(standing.silentMs)} s; ` +
+          `its sessions wait up to ${seconds(standing.graceLeftMs)} s more for it to come back`,
+        false,
+        this.retryAfterSeconds,
       );
+    }
+    const why = standing.why === 'decommissioned' ? `executor ${executorId} was decommissioned` : `executor ${executorId} has been gone for ${seconds(standing.silentMs)} s`;
+    if (this.config.RUNBOX_ON_EXECUTOR_LOSS === 'fail') {
+      throw new ExecutorLostError(`${why}, and with it this session's sandbox and workspace; start a new session`);
+    }
+    const reply = await this.place(request, new Set([executorId]));
+    if (!reply.ok) return reply;
+    const note = `[note: ${why}, and with it this session's workspace: this call ran in a new, empty sandbox; files and state from before are lost]`;
+    return { ...reply, result: { ...reply.result, output: `${note}\n${reply.result.output}`, metadata: { ...reply.result.metadata, workspace_lost: true } } };
+  }
+
+  /**
+   * A new session's first call: offered to the executors with room, most free first, until
+   * one takes it. An executor that filled up meanwhile (another gateway placed there) or
+   * began draining refuses before anything runs, so the next is tried.
+   */
+  private async place(request: ToolCallRequest, exclude: ReadonlySet<string> = new Set()): Promise<ToolCallReply> {
+    if (this.executors.empty) {
+      this.announcements.discover();
+      await this.announcements.nextAnnouncement(FIRST_ANNOUNCEMENT_WAIT_MS);
+    }
+    const tried = new Set(exclude);
+    let refusal: string | undefined;
+    for (;;) {
+      const [next] = this.executors.candidates(tried);
+      if (!next) {
+        throw new ExecutorUnavailableError(`no executor has room for a new session${refusal ? ` (${refusal})` : ''}; try again shortly`, false, this.retryAfterSeconds);
+      }
+      tried.add(next);
+      this.executors.placed(next);
+      try {
+        const reply = await this.callOn(request, next);
+        if (reply.ok || !REFUSALS.has(reply.error.code)) return reply;
+        refusal = reply.error.message;
+      } catch (err) {
+        // Gone between its announcement and now: nothing ran, the next one may take it.
+        if (err instanceof ExecutorUnavailableError && !err.outcomeUnknown) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * One call on one executor's own subject. An executor that goes silent while the call is
+   * out ends the wait at once (the call may or may not have run), rather than at its time
+   * limit.
+   */
+  private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
+    const stopWatching = new AbortController();
+    try {
+      return await Promise.race([
+        this.request(
+          { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
+          // The deployment, never the tenant, decides where sandbox tools run.
+          { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+        ),
+        this.silenceOf(executorId, stopWatching.signal),
+      ]);
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
         throw new ExecutorUnavailableError(
           err.noResponders
-            ? `no executor is serving ${executorId ? `executor ${executorId}` : 'sandboxes'}`
+            ? `executor ${executorId} is not answering (restarting or gone); try again shortly`
             : 'the executor did not answer in time; the tool call may or may not have run',
           !err.noResponders,
+          err.noResponders ? this.retryAfterSeconds : undefined,
         );
       }
       throw err;
+    } finally {
+      stopWatching.abort();
     }
+  }
+
+  /** Rejects once `executorId` stops being heard from; never settles otherwise. */
+  private silenceOf(executorId: string, stop: AbortSignal): Promise<never> {
+    return new Promise((_, reject) => {
+      const timer = setInterval(() => {
+        if (this.executors.standing(executorId).kind === 'serving') return;
+        clearInterval(timer);
+        reject(new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true));
+      }, this.heartbeatMs / 2);
+      stop.addEventListener('abort', () => clearInterval(timer), { once: true });
+    });
+  }
+
+  private get heartbeatMs(): number {
+    return this.config.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS * 1000;
+  }
+
+  /** What a 503 invites: about one heartbeat, by when a restarted executor has announced itself. */
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.config.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS));
   }
 
   cancelTool(tenantId: string, sessionId: string, callId: string): void {
@@ -79,4 +189,8 @@ export class ExecutorClient extends NatsContractClient {
       return null;
     }
   }
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
 }

@@ -1,0 +1,288 @@
+import { INestApplication } from '@nestjs/common';
+import { loadConfig } from '@app/config';
+import { eventually, removeExecutorResources } from '@app/testing';
+import Docker from 'dockerode';
+import { AddressInfo } from 'node:net';
+import { createGateway } from '../apps/gateway/src/bootstrap';
+import { DockerEngine } from './support/docker-engines';
+import { ExecutorProcess } from './support/executor-processes';
+import { TenantCredentials, TestStack } from './support/test-stack';
+
+/**
+ * Several executors, each on a Docker engine of its own (the host's and two more dockerd
+ * processes), behind the gateway: placement by free room, an executor killed and back, the
+ * loss grace and its policies, a SIGTERM drain, decommissioning and a rolling restart.
+ * Heartbeats are fast (0.2 s, so an executor is lost after 0.6 s) and the grace short (8 s).
+ */
+const HEARTBEAT_SECONDS = 0.2;
+const GRACE_SECONDS = 8;
+
+describe('executors on their own Docker engines', () => {
+  const image = process.env.RUNBOX_SANDBOX_IMAGE ?? 'runbox-sandbox:latest';
+  let engines: DockerEngine[] = [];
+  let stack: TestStack;
+  let tenant: TenantCredentials;
+  /** A second gateway of the same deployment whose loss policy is `recreate`. */
+  let recreating: INestApplication;
+  let recreatingUrl: string;
+  const executors = new Map<string, ExecutorProcess>();
+  const engineOf = new Map<string, Docker>();
+
+  beforeAll(async () => {
+    const started = Date.now();
+    engines = await Promise.all([DockerEngine.start(), DockerEngine.start()]);
+    const enginesUp = Date.now();
+    await Promise.all(engines.map((e) => e.loadImage(image)));
+    const imagesIn = Date.now();
+    stack = await new TestStack({
+      executor: false,
+      env: {
+        RUNBOX_EXECUTOR_HEARTBEAT_SECONDS: String(HEARTBEAT_SECONDS),
+        RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: String(GRACE_SECONDS),
+        // The extra engines have no loop devices set aside for workspace disks.
+        RUNBOX_SANDBOX_DISK_MB: '0',
+      },
+    }).start();
+    tenant = await stack.createTenant();
+    recreating = await createGateway(loadConfig({ ...stack.serviceEnv, RUNBOX_ON_EXECUTOR_LOSS: 'recreate' }));
+    await recreating.listen(0, '127.0.0.1');
+    recreatingUrl = `http://127.0.0.1:${(recreating.getHttpServer().address() as AddressInfo).port}`;
+    process.stdout.write(
+      `[placement] two extra engines up in ${enginesUp - started} ms; sandbox image loaded into both in ${imagesIn - enginesUp} ms; stack ready after ${Date.now() - started} ms\n`,
+    );
+  }, 300_000);
+
+  afterAll(async () => {
+    for (const executor of executors.values()) await executor.stop();
+    await recreating?.close();
+    for (const id of executors.keys()) await removeExecutorResources(id);
+    await stack?.stop();
+    await Promise.all(engines.map((e) => e.stop()));
+  }, 120_000);
+
+  const admin = () => ({ key: stack.adminToken });
+  const listed = async () => (await stack.request('GET', '/v1/admin/executors', admin())).body.data as Array<{ id: string; standing: string; state: string; sandboxes: number }>;
+  const isServing = async (id: string) => (await listed()).some((e) => e.id === id && e.standing === 'serving' && e.state === 'ready');
+
+  /** Starts an executor on engine `engine` (0: the host's; 1, 2: the extra ones). */
+  async function startExecutor(id: string, engine: 0 | 1 | 2, capacity = 10): Promise<ExecutorProcess> {
+    const docker = engine === 0 ? new Docker() : engines[engine - 1].client;
+    const env: Record<string, string> = { ...stack.serviceEnv, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(capacity), RUNBOX_SANDBOX_IMAGE: image };
+    if (engine > 0) env.DOCKER_HOST = engines[engine - 1].host;
+    const executor = executors.get(id) ?? new ExecutorProcess(id, env);
+    executors.set(id, executor);
+    engineOf.set(id, docker);
+    await executor.start(isServing);
+    return executor;
+  }
+
+  async function stopAll(): Promise<void> {
+    for (const executor of executors.values()) await executor.stop();
+  }
+
+  const newSession = async (): Promise<string> => (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
+  const terminal = (sessionId: string, command: string, baseUrl?: string) =>
+    stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command } }, baseUrl });
+  const sandboxesOf = async (id: string) => (await engineOf.get(id)!.listContainers({ filters: { label: [`runbox.executor=${id}`] } })).length;
+  /** The executor holding the session's container, by the labels on every engine. */
+  async function holderOf(sessionId: string): Promise<string> {
+    for (const [id, docker] of engineOf) {
+      const found = await docker.listContainers({ filters: { label: [`runbox.executor=${id}`, `runbox.session=${sessionId}`] } });
+      if (found.length > 0) return id;
+    }
+    throw new Error(`no engine holds a sandbox of ${sessionId}`);
+  }
+
+  it('places each new session on the executor with the most free room, and answers 503 with Retry-After once all are full', async () => {
+    await Promise.all([startExecutor('place-a', 0, 1), startExecutor('place-b', 1, 3), startExecutor('place-c', 2, 5)]);
+    const sessions: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const id = await newSession();
+      sessions.push(id);
+      const res = await terminal(id, 'echo placed');
+      expect(res.status).toBe(200);
+    }
+    // Most free first: c (5) takes two, then b and c alternate; a (1 slot) is never the freest.
+    expect([await sandboxesOf('place-a'), await sandboxesOf('place-b'), await sandboxesOf('place-c')]).toEqual([0, 2, 4]);
+
+    for (let i = 0; i < 3; i++) {
+      const id = await newSession();
+      sessions.push(id);
+      expect((await terminal(id, 'echo placed')).status).toBe(200);
+    }
+    expect([await sandboxesOf('place-a'), await sandboxesOf('place-b'), await sandboxesOf('place-c')]).toEqual([1, 3, 5]);
+
+    const full = await terminal(await newSession(), 'echo nowhere');
+    expect(full.status).toBe(503);
+    expect(full.body.error.code).toBe('executor_unavailable');
+    expect(full.body.error.message).toContain('no executor has room');
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // Sessions already placed keep working when every executor is full.
+    expect((await terminal(sessions[0], 'echo still here')).body.output).toContain('still here');
+
+    for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
+    await stopAll();
+  }, 180_000);
+
+  it('answers a killed executor’s sessions with 503 at once, and the same id back has the workspace', async () => {
+    const executor = await startExecutor('kill-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo kept > /workspace/mark')).status).toBe(200);
+
+    await executor.kill('SIGKILL');
+    const began = Date.now();
+    const gone = await terminal(session, 'cat /workspace/mark');
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(gone.status).toBe(503);
+    expect(gone.body.error.code).toBe('executor_unavailable');
+    expect(gone.headers.get('retry-after')).not.toBeNull();
+
+    // Once its heartbeats are missed the gateway does not even send the call.
+    await eventually('kill-a to be counted lost', async () => (await listed()).some((e) => e.id === 'kill-a' && e.standing === 'lost'));
+    const lost = await terminal(session, 'cat /workspace/mark');
+    expect(lost.status).toBe(503);
+    expect(lost.body.error.message).toContain('has not been heard from');
+
+    await startExecutor('kill-a', 1);
+    const back = await terminal(session, 'cat /workspace/mark');
+    expect(back.status).toBe(200);
+    expect(back.body.output).toContain('kept');
+    await stopAll();
+  }, 120_000);
+
+  it('after the grace: `fail` answers 410 executor_lost, `recreate` starts an empty sandbox elsewhere and says so', async () => {
+    const doomed = await startExecutor('grace-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo lost > /workspace/mark')).status).toBe(200);
+    await startExecutor('grace-b', 2);
+
+    await doomed.kill('SIGKILL');
+    await eventually('grace-a to be gone past its grace', async () => (await listed()).some((e) => e.id === 'grace-a' && e.standing === 'gone'), 30_000);
+    const failed = await terminal(session, 'cat /workspace/mark');
+    expect(failed.status).toBe(410);
+    expect(failed.body.error.code).toBe('executor_lost');
+
+    const recreated = await terminal(session, 'ls -A /workspace; echo listed', recreatingUrl);
+    expect(recreated.status).toBe(200);
+    expect(recreated.body.output).toContain('workspace');
+    expect(recreated.body.output).toContain('lost');
+    expect(recreated.body.output).not.toContain('mark');
+    expect(recreated.body.metadata.workspace_lost).toBe(true);
+    expect(await holderOf(session)).toBe('grace-b');
+    // From then on it is grace-b's session, for either gateway, with no note.
+    const next = await terminal(session, 'echo again');
+    expect(next.status).toBe(200);
+    expect(next.body.output).not.toContain('note');
+
+    expect((await stack.request('DELETE', `/v1/sessions/${session}`, { key: tenant.apiKey })).status).toBe(204);
+    await stopAll();
+  }, 120_000);
+
+  it('drains on SIGTERM: the call in flight completes, new sessions go elsewhere, and it comes back with its sessions', async () => {
+    const draining = await startExecutor('drain-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo before > /workspace/mark')).status).toBe(200);
+    await startExecutor('drain-b', 2);
+    const [container] = await engineOf.get('drain-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+
+    const inFlight = terminal(session, 'touch /workspace/started; sleep 2; echo finished-in-drain');
+    // In flight once the command runs in the sandbox.
+    await eventually('the slow call to start', async () => {
+      const exec = await engineOf.get('drain-a')!.getContainer(container.Id).exec({ Cmd: ['test', '-e', '/workspace/started'] });
+      await new Promise<void>((resolve, reject) => exec.start({}, (err, stream) => (err ? reject(err) : stream?.on('end', resolve).resume())));
+      return (await exec.inspect()).ExitCode === 0;
+    });
+    const stopping = draining.kill('SIGTERM');
+    // Taking no new session from the moment it drains: a new one goes to drain-b.
+    await eventually('drain-a to announce it is draining', async () => (await listed()).some((e) => e.id === 'drain-a' && e.state === 'draining'));
+    const fresh = await newSession();
+    expect((await terminal(fresh, 'echo elsewhere')).status).toBe(200);
+    expect(await holderOf(fresh)).toBe('drain-b');
+
+    const finished = await inFlight;
+    expect(finished.status).toBe(200);
+    expect(finished.body.output).toContain('finished-in-drain');
+    await stopping;
+    const meanwhile = await terminal(session, 'cat /workspace/mark');
+    expect(meanwhile.status).toBe(503);
+    expect(meanwhile.headers.get('retry-after')).not.toBeNull();
+
+    await startExecutor('drain-a', 1);
+    const back = await terminal(session, 'cat /workspace/mark');
+    expect(back.body.output).toContain('before');
+    const [same] = await engineOf.get('drain-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    expect(same.Id).toBe(container.Id);
+    await stopAll();
+  }, 120_000);
+
+  it('decommissions an executor: no new session goes there, and its sessions are released per the loss policy', async () => {
+    await startExecutor('retire-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo old > /workspace/mark')).status).toBe(200);
+    await startExecutor('retire-b', 2);
+
+    expect((await stack.request('POST', '/v1/admin/executors/retire-a/decommission', { key: tenant.apiKey })).status).toBe(401);
+    expect((await stack.request('POST', '/v1/admin/executors/nobody-here/decommission', admin())).status).toBe(404);
+    expect((await stack.request('POST', '/v1/admin/executors/..%2Fx/decommission', admin())).status).toBe(404);
+    const retired = await stack.request('POST', '/v1/admin/executors/retire-a/decommission', admin());
+    expect(retired.status).toBe(200);
+    expect(retired.body).toEqual({ executor_id: 'retire-a', decommissioned: true, sessions: 1, on_loss: 'fail' });
+
+    const failed = await terminal(session, 'cat /workspace/mark');
+    expect(failed.status).toBe(410);
+    expect(failed.body.error.code).toBe('executor_lost');
+    expect(failed.body.error.message).toContain('decommissioned');
+    // The executor heard it too, and says so in its heartbeats.
+    await eventually('retire-a to announce its decommission', async () => (await listed()).some((e) => e.id === 'retire-a' && e.state === 'decommissioned'));
+    for (let i = 0; i < 3; i++) {
+      const fresh = await newSession();
+      expect((await terminal(fresh, 'echo new')).status).toBe(200);
+      expect(await holderOf(fresh)).toBe('retire-b');
+    }
+    const moved = await terminal(session, 'ls -A /workspace', recreatingUrl);
+    expect(moved.status).toBe(200);
+    expect(moved.body.output).toContain('decommissioned');
+    expect(moved.body.metadata.workspace_lost).toBe(true);
+    expect(await holderOf(session)).toBe('retire-b');
+    await stopAll();
+  }, 120_000);
+
+  it('loses no call while every executor is restarted one by one', async () => {
+    const ids = ['roll-a', 'roll-b', 'roll-c'];
+    await Promise.all(ids.map((id, i) => startExecutor(id, i as 0 | 1 | 2, 2)));
+    const sessions = [await newSession(), await newSession(), await newSession()];
+    for (const id of sessions) expect((await terminal(id, 'true')).status).toBe(200);
+    expect(new Set(await Promise.all(sessions.map(holderOf))).size).toBe(3);
+
+    // Each session appends numbered lines; a 503 (nothing ran) is tried again, anything else is a lost call.
+    let rolling = true;
+    const unexpected: string[] = [];
+    let retried = 0;
+    const writer = async (session: string): Promise<number> => {
+      let n = 0;
+      while (rolling || n < 5) {
+        const res = await terminal(session, `echo ${n} >> /workspace/log`);
+        if (res.status === 200) n++;
+        else if (res.status === 503 && res.headers.get('retry-after') && !res.body.error.details?.outcome_unknown) {
+          retried++;
+          await new Promise((r) => setTimeout(r, 100));
+        } else unexpected.push(`${res.status} ${res.text}`);
+      }
+      return n;
+    };
+    const writers = sessions.map(writer);
+    for (const id of ids) {
+      await executors.get(id)!.kill('SIGTERM');
+      await startExecutor(id, ids.indexOf(id) as 0 | 1 | 2, 2);
+    }
+    rolling = false;
+    const counts = await Promise.all(writers);
+    expect(unexpected).toEqual([]);
+    process.stdout.write(`[placement] rolling restart of 3 executors: ${counts.reduce((a, b) => a + b, 0)} calls ran, ${retried} answered 503 and were tried again\n`);
+    for (const [i, session] of sessions.entries()) {
+      const log = await terminal(session, 'cat /workspace/log');
+      expect(log.body.output.split('stdout:\n')[1]?.trim().split('\n') ?? log.body.output).toEqual(Array.from({ length: counts[i] }, (_, n) => String(n)));
+    }
+    await stopAll();
+  }, 240_000);
+});

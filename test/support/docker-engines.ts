@@ -1,0 +1,81 @@
+import Docker from 'dockerode';
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stopProcess } from '@app/testing';
+
+const run = promisify(execFile);
+
+/**
+ * A Docker engine of its own on this machine: a second `dockerd` with its own data root,
+ * exec root, socket and pidfile, which Runbox cannot tell from another node's engine. No
+ * bridge and no iptables rules (sandboxes run with no network), so it leaves the host's
+ * networking alone. `stop()` removes everything it made: containers, volumes, its folder.
+ */
+export class DockerEngine {
+  private constructor(
+    readonly dir: string,
+    private readonly daemon: ChildProcess,
+    private log: string,
+  ) {}
+
+  /** `unix://…/docker.sock`: what DOCKER_HOST is set to for an executor on this engine. */
+  get host(): string {
+    return `unix://${join(this.dir, 'docker.sock')}`;
+  }
+
+  get client(): Docker {
+    return new Docker({ socketPath: join(this.dir, 'docker.sock') });
+  }
+
+  /** Starts one and waits until it answers (a short path: a socket path has a length limit). */
+  static async start(): Promise<DockerEngine> {
+    const dir = mkdtempSync('/tmp/rbe-');
+    const args = [
+      ...['--data-root', join(dir, 'data'), '--exec-root', join(dir, 'exec'), '-H', `unix://${join(dir, 'docker.sock')}`, '--pidfile', join(dir, 'docker.pid')],
+      ...['--bridge', 'none', '--iptables=false', '--ip-masq=false', '--ip-forward=false'],
+    ];
+    const daemon = spawn('dockerd', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const engine = new DockerEngine(dir, daemon, '');
+    const keep = (chunk: Buffer) => (engine.log = (engine.log + chunk.toString()).slice(-10_000));
+    daemon.stdout?.on('data', keep);
+    daemon.stderr?.on('data', keep);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (daemon.exitCode !== null) throw new Error(`dockerd exited with ${daemon.exitCode}: ${engine.log}`);
+      if (await engine.client.ping().then(() => true, () => false)) return engine;
+      if (Date.now() > deadline) {
+        await engine.stop();
+        throw new Error(`dockerd did not answer within 60 s: ${engine.log}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
+   * Copies images from the host's engine into this one (`docker save | docker load`),
+   * skipping it when this engine already has the same image id.
+   */
+  async loadImage(tag: string): Promise<void> {
+    const { Id } = await new Docker().getImage(tag).inspect();
+    const present = await this.client.getImage(tag).inspect().then((i) => i.Id === Id, () => false);
+    if (present) return;
+    await run('sh', ['-c', `docker save "$1" | docker -H "$2" load -q`, 'sh', tag, this.host], { maxBuffer: 1024 * 1024 });
+  }
+
+  /** Removes its containers and volumes, stops the daemon and deletes its folder. */
+  async stop(): Promise<void> {
+    const docker = this.client;
+    if (this.daemon.exitCode === null) {
+      const containers = await docker.listContainers({ all: true }).catch(() => []);
+      await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+      const volumes = await docker.listVolumes().then((v) => v.Volumes ?? [], () => []);
+      await Promise.all(volumes.map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => undefined)));
+    }
+    await stopProcess(this.daemon, 'SIGTERM');
+    // Mounts the daemon left behind (a crash) would keep the folder from being deleted.
+    await run('sh', ['-c', `grep -o " ${this.dir}/[^ ]*" /proc/mounts | sort -r | xargs -r -n1 umount -l`]).catch(() => undefined);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
