@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@app/config';
-import { eventually, removeExecutorResources } from '@app/testing';
+import { eventually, queryDatabase, removeExecutorResources, ScriptedModelServer } from '@app/testing';
 import Docker from 'dockerode';
 import { AddressInfo } from 'node:net';
 import { createGateway } from '../apps/gateway/src/bootstrap';
@@ -25,6 +25,7 @@ describe('executors on their own Docker engines', () => {
   /** A second gateway of the same deployment whose loss policy is `recreate`. */
   let recreating: INestApplication;
   let recreatingUrl: string;
+  const model = new ScriptedModelServer();
   const executors = new Map<string, ExecutorProcess>();
   const engineOf = new Map<string, Docker>();
 
@@ -34,9 +35,12 @@ describe('executors on their own Docker engines', () => {
     const enginesUp = Date.now();
     await Promise.all(engines.map((e) => e.loadImage(image)));
     const imagesIn = Date.now();
+    const modelUrl = await model.start();
     stack = await new TestStack({
       executor: false,
       env: {
+        RUNBOX_MODEL_BASE_URL: modelUrl,
+        RUNBOX_MODEL: 'scripted-1',
         RUNBOX_EXECUTOR_HEARTBEAT_SECONDS: String(HEARTBEAT_SECONDS),
         RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: String(GRACE_SECONDS),
         // The extra engines have no loop devices set aside for workspace disks.
@@ -58,6 +62,7 @@ describe('executors on their own Docker engines', () => {
     for (const id of executors.keys()) await removeExecutorResources(id);
     await stack?.stop();
     await Promise.all(engines.map((e) => e.stop()));
+    await model.stop();
   }, 120_000);
 
   const admin = () => ({ key: stack.adminToken });
@@ -80,17 +85,24 @@ describe('executors on their own Docker engines', () => {
     for (const executor of executors.values()) await executor.stop();
   }
 
+  // Each test starts the executors it needs; none outlives it, even a failing one.
+  afterEach(stopAll, 60_000);
+
   const newSession = async (): Promise<string> => (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
   const terminal = (sessionId: string, command: string, baseUrl?: string) =>
     stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command } }, baseUrl });
   const sandboxesOf = async (id: string) => (await engineOf.get(id)!.listContainers({ filters: { label: [`runbox.executor=${id}`] } })).length;
-  /** The executor holding the session's container, by the labels on every engine. */
+  /**
+   * The executor holding the session's sandbox: its row names it, and that executor's
+   * engine runs the container (an executor that died leaves its container behind, so the
+   * labels alone do not say).
+   */
   async function holderOf(sessionId: string): Promise<string> {
-    for (const [id, docker] of engineOf) {
-      const found = await docker.listContainers({ filters: { label: [`runbox.executor=${id}`, `runbox.session=${sessionId}`] } });
-      if (found.length > 0) return id;
-    }
-    throw new Error(`no engine holds a sandbox of ${sessionId}`);
+    const [row] = await queryDatabase<{ executor_id: string }>(stack.db.url, `SELECT executor_id FROM sandboxes WHERE session_id = $1 AND state <> 'removed'`, [sessionId]);
+    if (!row) throw new Error(`session ${sessionId} has no sandbox`);
+    const found = await engineOf.get(row.executor_id)!.listContainers({ filters: { label: [`runbox.executor=${row.executor_id}`, `runbox.session=${sessionId}`] } });
+    if (found.length !== 1) throw new Error(`${row.executor_id}'s engine runs ${found.length} containers of ${sessionId}`);
+    return row.executor_id;
   }
 
   it('places each new session on the executor with the most free room, and answers 503 with Retry-After once all are full', async () => {
@@ -121,7 +133,6 @@ describe('executors on their own Docker engines', () => {
     expect((await terminal(sessions[0], 'echo still here')).body.output).toContain('still here');
 
     for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
-    await stopAll();
   }, 180_000);
 
   it('answers a killed executor’s sessions with 503 at once, and the same id back has the workspace', async () => {
@@ -142,12 +153,19 @@ describe('executors on their own Docker engines', () => {
     const lost = await terminal(session, 'cat /workspace/mark');
     expect(lost.status).toBe(503);
     expect(lost.body.error.message).toContain('has not been heard from');
+    // A run's tool call on it fails the run at once, saying it is temporary: no run waits for it.
+    model.enqueue({ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: { command: 'cat /workspace/mark' } }] });
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'read the mark', session_id: session } });
+    expect(created.status).toBe(202);
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id, undefined, 20_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toContain('has not been heard from');
+    expect(run.error).toContain('temporary');
 
     await startExecutor('kill-a', 1);
     const back = await terminal(session, 'cat /workspace/mark');
     expect(back.status).toBe(200);
     expect(back.body.output).toContain('kept');
-    await stopAll();
   }, 120_000);
 
   it('after the grace: `fail` answers 410 executor_lost, `recreate` starts an empty sandbox elsewhere and says so', async () => {
@@ -175,7 +193,6 @@ describe('executors on their own Docker engines', () => {
     expect(next.body.output).not.toContain('note');
 
     expect((await stack.request('DELETE', `/v1/sessions/${session}`, { key: tenant.apiKey })).status).toBe(204);
-    await stopAll();
   }, 120_000);
 
   it('drains on SIGTERM: the call in flight completes, new sessions go elsewhere, and it comes back with its sessions', async () => {
@@ -212,7 +229,6 @@ describe('executors on their own Docker engines', () => {
     expect(back.body.output).toContain('before');
     const [same] = await engineOf.get('drain-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
     expect(same.Id).toBe(container.Id);
-    await stopAll();
   }, 120_000);
 
   it('decommissions an executor: no new session goes there, and its sessions are released per the loss policy', async () => {
@@ -223,7 +239,9 @@ describe('executors on their own Docker engines', () => {
 
     expect((await stack.request('POST', '/v1/admin/executors/retire-a/decommission', { key: tenant.apiKey })).status).toBe(401);
     expect((await stack.request('POST', '/v1/admin/executors/nobody-here/decommission', admin())).status).toBe(404);
-    expect((await stack.request('POST', '/v1/admin/executors/..%2Fx/decommission', admin())).status).toBe(404);
+    const malformed = await stack.request('POST', '/v1/admin/executors/a.b*/decommission', admin());
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error.message).toContain('an executor id');
     const retired = await stack.request('POST', '/v1/admin/executors/retire-a/decommission', admin());
     expect(retired.status).toBe(200);
     expect(retired.body).toEqual({ executor_id: 'retire-a', decommissioned: true, sessions: 1, on_loss: 'fail' });
@@ -244,7 +262,6 @@ describe('executors on their own Docker engines', () => {
     expect(moved.body.output).toContain('decommissioned');
     expect(moved.body.metadata.workspace_lost).toBe(true);
     expect(await holderOf(session)).toBe('retire-b');
-    await stopAll();
   }, 120_000);
 
   it('loses no call while every executor is restarted one by one', async () => {
@@ -283,6 +300,5 @@ describe('executors on their own Docker engines', () => {
       const log = await terminal(session, 'cat /workspace/log');
       expect(log.body.output.split('stdout:\n')[1]?.trim().split('\n') ?? log.body.output).toEqual(Array.from({ length: counts[i] }, (_, n) => String(n)));
     }
-    await stopAll();
   }, 240_000);
 });

@@ -1,20 +1,15 @@
-import { Controller, Get, HttpCode, Inject, Param, PipeTransform, Post, UseGuards } from '@nestjs/common';
+import { Controller, Get, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { AppError, ErrorCode } from '@app/errors';
+import { AppError } from '@app/errors';
+import { z } from 'zod';
 import { AdminGuard } from '../auth/admin.guard';
+import { ValidParam } from '../common/validation/request-parts';
 import { ExecutorAnnouncements } from './executor-announcements';
 import { ExecutorRegistry, ExecutorView } from './executor-registry';
 import { ExecutorSandboxesRepository } from './executor-sandboxes.repository';
 
-/** What RUNBOX_EXECUTOR_ID may be: the executor's pinned subjects carry it. */
-const EXECUTOR_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
-
-class ExecutorIdPipe implements PipeTransform<string, string> {
-  transform(id: string): string {
-    if (!EXECUTOR_ID.test(id)) throw new AppError(ErrorCode.NotFound, 'executor not found (not a valid id)');
-    return id;
-  }
-}
+/** An executor id as RUNBOX_EXECUTOR_ID names it (its pinned NATS subjects carry it, so no dots or wildcards). */
+const executorIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, 'an executor id: letters, digits, - and _ (up to 128)');
 
 /** The operator's view of the executors (/v1/admin/executors), and their decommissioning. */
 @Controller('v1/admin/executors')
@@ -41,7 +36,7 @@ export class ExecutorsController {
    */
   @Post(':id/decommission')
   @HttpCode(200)
-  async decommission(@Param('id', new ExecutorIdPipe()) id: string) {
+  async decommission(@ValidParam('id', executorIdSchema) id: string) {
     const sessions = await this.sandboxes.countLive(id);
     if (sessions === 0 && !this.registry.list().some((e) => e.id === id)) throw AppError.notFound('executor', id);
     this.announcements.decommission(id);
