@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const stack = await new TestStack({ executor: false, env: { RUNBOX_SANDBOX_DISK_MB: '0' } }).start();
   const ctx: Ctx = {
     stack,
-    tenant: await stack.createTenant(),
+    tenant: await stack.createTenant('bench', { max_sandboxes: 200, max_sessions: 1000 }),
     engines: [{ docker: new Docker() }, ...extra.map((e) => ({ docker: e.client, host: e.host }))],
     executors: [],
   };
@@ -60,13 +60,14 @@ async function main(): Promise<void> {
     // Throughput on one executor first, before the others exist.
     await ctx.executors[0].start(serving);
     const single = await throughput(ctx, await sessions(ctx, CONCURRENCY, 1));
+    // The balance is measured from empty executors.
+    for (const id of single.sessions) await ctx.stack.request('DELETE', `/v1/sessions/${id}`, { key: ctx.tenant.apiKey });
     t = performance.now();
     await Promise.all(ctx.executors.slice(1).map((e) => e.start(serving)));
     process.stdout.write(`two more executors started in ${ms(performance.now() - t)}\n`);
 
-    const placed = await sessions(ctx, SESSIONS, 6, single.sessions);
-    const counts = await Promise.all(ctx.executors.map((e, i) => sandboxesOf(ctx.engines[i].docker, e.id)));
-    const balance = counts.map((c, i) => c - (i === 0 ? single.sessions.length : 0));
+    const placed = await sessions(ctx, SESSIONS, 6);
+    const balance = await Promise.all(ctx.executors.map((e, i) => sandboxesOf(ctx.engines[i].docker, e.id)));
     process.stdout.write(`balance: ${SESSIONS} sessions on 3 executors (capacity ${CAPACITY} each, 6 placed at a time): ${balance.join(' / ')} → max ${Math.max(...balance)}, min ${Math.min(...balance)}\n`);
 
     const spread = await pickSpread(ctx, placed, CONCURRENCY);
@@ -98,7 +99,7 @@ const terminal = (ctx: Ctx, session: string, command: string) =>
   ctx.stack.request('POST', `/v1/sessions/${session}/tools/terminal`, { key: ctx.tenant.apiKey, body: { arguments: { command } } });
 
 /** `count` new sessions, each placed by its first call, `parallel` at a time. */
-async function sessions(ctx: Ctx, count: number, parallel: number, exclude: string[] = []): Promise<string[]> {
+async function sessions(ctx: Ctx, count: number, parallel: number): Promise<string[]> {
   const made: string[] = [];
   let next = 0;
   await Promise.all(
@@ -112,7 +113,7 @@ async function sessions(ctx: Ctx, count: number, parallel: number, exclude: stri
       }
     }),
   );
-  return made.filter((id) => !exclude.includes(id));
+  return made;
 }
 
 async function sandboxesOf(docker: Docker, executorId: string): Promise<number> {

@@ -89,8 +89,8 @@ describe('executors on their own Docker engines', () => {
   afterEach(stopAll, 60_000);
 
   const newSession = async (): Promise<string> => (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
-  const terminal = (sessionId: string, command: string, baseUrl?: string) =>
-    stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command } }, baseUrl });
+  const terminal = (sessionId: string, command: string, baseUrl?: string, extra: Record<string, unknown> = {}) =>
+    stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command, ...extra } }, baseUrl });
   const sandboxesOf = async (id: string) => (await engineOf.get(id)!.listContainers({ filters: { label: [`runbox.executor=${id}`] } })).length;
   /**
    * The executor holding the session's sandbox: its row names it, and that executor's
@@ -103,6 +103,13 @@ describe('executors on their own Docker engines', () => {
     const found = await engineOf.get(row.executor_id)!.listContainers({ filters: { label: [`runbox.executor=${row.executor_id}`, `runbox.session=${sessionId}`] } });
     if (found.length !== 1) throw new Error(`${row.executor_id}'s engine runs ${found.length} containers of ${sessionId}`);
     return row.executor_id;
+  }
+
+  /** Whether the file exists in the container, asked of its engine directly. */
+  async function fileExists(executorId: string, containerId: string, path: string): Promise<boolean> {
+    const exec = await engineOf.get(executorId)!.getContainer(containerId).exec({ Cmd: ['test', '-e', path] });
+    await new Promise<void>((resolve, reject) => exec.start({}, (err, stream) => (err ? reject(err) : stream?.on('end', resolve).resume())));
+    return (await exec.inspect()).ExitCode === 0;
   }
 
   it('places each new session on the executor with the most free room, and answers 503 with Retry-After once all are full', async () => {
@@ -135,15 +142,37 @@ describe('executors on their own Docker engines', () => {
     for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
   }, 180_000);
 
+  it('never overfills an executor when two gateways place at once: a full one refuses and the next is tried', async () => {
+    await Promise.all([startExecutor('race-a', 1, 2), startExecutor('race-b', 2, 2)]);
+    const sessions = await Promise.all([1, 2, 3, 4].map(() => newSession()));
+    // Both gateways see both executors empty and place two sessions each, all at the same moment.
+    const answers = await Promise.all(sessions.map((id, i) => terminal(id, 'echo raced', i % 2 === 0 ? undefined : recreatingUrl)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect([await sandboxesOf('race-a'), await sandboxesOf('race-b')]).toEqual([2, 2]);
+    const fifth = await terminal(await newSession(), 'echo no room', recreatingUrl);
+    expect(fifth.status).toBe(503);
+    expect(fifth.body.error.code).toBe('executor_unavailable');
+    for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
+  }, 120_000);
+
   it('answers a killed executor’s sessions with 503 at once, and the same id back has the workspace', async () => {
     const executor = await startExecutor('kill-a', 1);
     const session = await newSession();
     expect((await terminal(session, 'echo kept > /workspace/mark')).status).toBe(200);
+    const [container] = await engineOf.get('kill-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    const slow = terminal(session, 'touch /workspace/started; sleep 60; echo too-late', undefined, { max_wait_ms: 90_000, timeout_seconds: 90 });
+    await eventually('the slow call to start', () => fileExists('kill-a', container.Id, '/workspace/started'));
 
     await executor.kill('SIGKILL');
     const began = Date.now();
+    // The call in flight stops waiting once the executor is counted lost, not at its 60 s limit.
+    const cut = await slow;
+    expect(Date.now() - began).toBeLessThan(10_000);
+    expect(cut.status).toBe(503);
+    expect(cut.body.error.details).toEqual({ outcome_unknown: true });
+    expect(cut.body.error.message).toContain('went silent during the call');
     const gone = await terminal(session, 'cat /workspace/mark');
-    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(Date.now() - began).toBeLessThan(10_000);
     expect(gone.status).toBe(503);
     expect(gone.body.error.code).toBe('executor_unavailable');
     expect(gone.headers.get('retry-after')).not.toBeNull();
@@ -204,11 +233,7 @@ describe('executors on their own Docker engines', () => {
 
     const inFlight = terminal(session, 'touch /workspace/started; sleep 2; echo finished-in-drain');
     // In flight once the command runs in the sandbox.
-    await eventually('the slow call to start', async () => {
-      const exec = await engineOf.get('drain-a')!.getContainer(container.Id).exec({ Cmd: ['test', '-e', '/workspace/started'] });
-      await new Promise<void>((resolve, reject) => exec.start({}, (err, stream) => (err ? reject(err) : stream?.on('end', resolve).resume())));
-      return (await exec.inspect()).ExitCode === 0;
-    });
+    await eventually('the slow call to start', () => fileExists('drain-a', container.Id, '/workspace/started'));
     const stopping = draining.kill('SIGTERM');
     // Taking no new session from the moment it drains: a new one goes to drain-b.
     await eventually('drain-a to announce it is draining', async () => (await listed()).some((e) => e.id === 'drain-a' && e.state === 'draining'));

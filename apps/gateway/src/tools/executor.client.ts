@@ -171,6 +171,8 @@ export class ExecutorClient extends NatsContractClient {
 
   /** Asks the session's executor to remove its sandbox. False when no executor answered, or the one that did could not. */
   async releaseSession(tenantId: string, sessionId: string, executorId: string | null): Promise<boolean> {
+    // A lost executor would not answer; its sweep removes the sandbox if it ever comes back.
+    if (executorId && this.executors.standing(executorId).kind !== 'serving') return false;
     const subject = executorId ? pinnedSessionReleaseSubject(executorId) : undefined;
     try {
       const reply = await this.request({ contract: sessionReleaseContract, timeoutMs: 30_000, subject }, { tenant_id: tenantId, session_id: sessionId });
