@@ -192,11 +192,17 @@ export class NatsClient {
    * already delivered are still handled), so callers find "no responders" from here on
    * instead of a responder that is about to go. Events are still received.
    */
-  async stopResponding(): Promise<void> {
+  async stopResponding(drainMs = 3_000): Promise<void> {
     const subscriptions = [...this.responders];
     this.responders.clear();
-    await Promise.all(subscriptions.map((s) => s.drain().catch(() => undefined)));
-    await this.flush().catch(() => undefined);
+    // With the server away the drain would wait for it for ever; past the bound, the
+    // subscriptions are simply dropped (a server that comes back has forgotten them anyway).
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+    const drained = Promise.all(subscriptions.map((s) => s.drain().catch(() => undefined))).then(() => this.flush().catch(() => undefined));
+    await Promise.race([drained, gaveUp]);
+    clearTimeout(timer);
+    for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
   }
 
   /** Publishes to a JetStream stream; a repeated `msgID` within the stream's window is dropped. */
