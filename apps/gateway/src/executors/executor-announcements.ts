@@ -11,7 +11,8 @@ import { ExecutorRegistry } from './executor-registry';
 @Injectable()
 export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
   private readonly subscriptions: Array<{ unsubscribe(): void }> = [];
-  private readonly waiting = new Set<() => void>();
+  /** Waiting for the next announcement, of one executor or (no id) of any. */
+  private readonly waiting = new Map<() => void, string | undefined>();
 
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
@@ -22,8 +23,7 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
     this.subscriptions.push(
       this.nats.subscribe(executorAnnounceContract, (announcement) => {
         if (!this.registry.heard(announcement)) return;
-        for (const wake of this.waiting) wake();
-        this.waiting.clear();
+        for (const [wake, id] of this.waiting) if (id === undefined || id === announcement.executor_id) wake();
       }),
       this.nats.subscribe(executorDecommissionContract, (message) => this.registry.decommission(message.executor_id, message.at)),
     );
@@ -32,7 +32,7 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     for (const subscription of this.subscriptions) subscription.unsubscribe();
-    for (const wake of this.waiting) wake();
+    for (const wake of this.waiting.keys()) wake();
   }
 
   /** Asks every executor to announce itself now. */
@@ -40,9 +40,12 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
     this.nats.publish(executorDiscoverContract, { asked_at: Date.now() });
   }
 
-  /** Resolves at the next announcement, or after `timeoutMs` (whichever comes first). */
-  nextAnnouncement(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
+  /**
+   * Asks every executor to announce itself and resolves at the next announcement (of
+   * `executorId`, or of any), or after `timeoutMs`, whichever comes first.
+   */
+  askAndWait(timeoutMs: number, executorId?: string): Promise<void> {
+    const heard = new Promise<void>((resolve) => {
       const timer = setTimeout(done, timeoutMs);
       const waiting = this.waiting;
       function done(): void {
@@ -50,8 +53,10 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
         waiting.delete(done);
         resolve();
       }
-      waiting.add(done);
+      waiting.set(done, executorId);
     });
+    this.discover();
+    return heard;
   }
 
   /** Tells every gateway and the executor itself that the executor is decommissioned. */

@@ -12,7 +12,7 @@ import {
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
 import { ExecutorAnnouncements } from '../executors/executor-announcements';
-import { ExecutorRegistry } from '../executors/executor-registry';
+import { ExecutorRegistry, ExecutorStanding } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
@@ -38,8 +38,13 @@ export class ExecutorLostError extends Error {}
 /** Replies with which an executor refuses a new session; the next executor is tried. */
 const REFUSALS = new Set(['executor_full', 'executor_draining']);
 
-/** How long placement waits for a first announcement when this gateway has heard none yet. */
-const FIRST_ANNOUNCEMENT_WAIT_MS = 1_000;
+/**
+ * How long the gateway waits for fresh announcements before believing that no executor
+ * has room, or that one went silent: its picture may be stale because it just started, or
+ * because its own event loop stalled past a few heartbeats (the announcements then wait,
+ * unread, in its socket). Executors answer a discovery within milliseconds.
+ */
+const RECHECK_WAIT_MS = 1_000;
 
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
@@ -61,7 +66,7 @@ export class ExecutorClient extends NatsContractClient {
    */
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
     if (!executorId) return this.place(request);
-    const standing = this.executors.standing(executorId);
+    const standing = await this.confirmedStanding(executorId);
     if (standing.kind === 'serving') return this.callOn(request, executorId);
     if (standing.kind === 'lost') {
       throw new ExecutorUnavailableError(
@@ -87,16 +92,20 @@ export class ExecutorClient extends NatsContractClient {
    * began draining refuses before anything runs, so the next is tried.
    */
   private async place(request: ToolCallRequest, exclude: ReadonlySet<string> = new Set()): Promise<ToolCallReply> {
-    if (this.executors.empty) {
-      this.announcements.discover();
-      await this.announcements.nextAnnouncement(FIRST_ANNOUNCEMENT_WAIT_MS);
-    }
     const tried = new Set(exclude);
     let refusal: string | undefined;
+    let rechecked = false;
     for (;;) {
-      const [next] = this.executors.candidates(tried);
+      let [next] = this.executors.candidates(tried);
+      if (!next && !rechecked) {
+        rechecked = true;
+        await this.announcements.askAndWait(RECHECK_WAIT_MS);
+        [next] = this.executors.candidates(tried);
+      }
       if (!next) {
-        throw new ExecutorUnavailableError(`no executor has room for a new session${refusal ? ` (${refusal})` : ''}; try again shortly`, false, this.retryAfterSeconds);
+        const serving = this.executors.list().some((e) => e.standing === 'serving' && e.state === 'ready');
+        const why = serving ? 'no executor has room for a new session' : 'no executor is serving sandboxes (none has announced itself ready)';
+        throw new ExecutorUnavailableError(`${why}${refusal ? ` (${refusal})` : ''}; try again shortly`, false, this.retryAfterSeconds);
       }
       tried.add(next);
       this.executors.placed(next);
@@ -144,16 +153,30 @@ export class ExecutorClient extends NatsContractClient {
     }
   }
 
-  /** Rejects once `executorId` stops being heard from; never settles otherwise. */
+  /** Rejects once `executorId` is confirmed silent; never settles otherwise. */
   private silenceOf(executorId: string, stop: AbortSignal): Promise<never> {
     return new Promise((_, reject) => {
+      let checking = false;
       const timer = setInterval(() => {
-        if (this.executors.standing(executorId).kind === 'serving') return;
-        clearInterval(timer);
-        reject(new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true));
+        if (checking || this.executors.standing(executorId).kind === 'serving') return;
+        checking = true;
+        void this.confirmedStanding(executorId).then((standing) => {
+          checking = false;
+          if (standing.kind === 'serving' || stop.aborted) return;
+          clearInterval(timer);
+          reject(new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true));
+        });
       }, this.heartbeatMs / 2);
       stop.addEventListener('abort', () => clearInterval(timer), { once: true });
     });
+  }
+
+  /** The executor's standing; one that looks silent is asked to announce itself before the silence is believed. */
+  private async confirmedStanding(executorId: string): Promise<ExecutorStanding> {
+    const standing = this.executors.standing(executorId);
+    if (standing.kind === 'serving') return standing;
+    await this.announcements.askAndWait(Math.min(RECHECK_WAIT_MS, this.heartbeatMs), executorId);
+    return this.executors.standing(executorId);
   }
 
   private get heartbeatMs(): number {
@@ -172,7 +195,7 @@ export class ExecutorClient extends NatsContractClient {
   /** Asks the session's executor to remove its sandbox. False when no executor answered, or the one that did could not. */
   async releaseSession(tenantId: string, sessionId: string, executorId: string | null): Promise<boolean> {
     // A lost executor would not answer; its sweep removes the sandbox if it ever comes back.
-    if (executorId && this.executors.standing(executorId).kind !== 'serving') return false;
+    if (executorId && (await this.confirmedStanding(executorId)).kind !== 'serving') return false;
     const subject = executorId ? pinnedSessionReleaseSubject(executorId) : undefined;
     try {
       const reply = await this.request({ contract: sessionReleaseContract, timeoutMs: 30_000, subject }, { tenant_id: tenantId, session_id: sessionId });
