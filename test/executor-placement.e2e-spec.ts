@@ -150,15 +150,16 @@ describe('executors on their own Docker engines', () => {
     for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
   }, 180_000);
 
-  it('never overfills an executor when two gateways place at once: a full one refuses and the next is tried', async () => {
-    await Promise.all([startExecutor('race-a', 1, 2), startExecutor('race-b', 2, 2)]);
-    const other = await startGateway({});
-    const sessions = await Promise.all([1, 2, 3, 4].map(() => newSession()));
-    // Both gateways see both executors empty and place two sessions each, all at the same moment.
-    const answers = await Promise.all(sessions.map((id, i) => terminal(id, 'echo raced', i % 2 === 0 ? undefined : other)));
+  it('never overfills an executor when gateways place at once: a full one refuses and the next is tried', async () => {
+    await Promise.all([startExecutor('race-a', 1, 1), startExecutor('race-b', 2, 3)]);
+    const urls = [undefined, await startGateway({}), await startGateway({}), await startGateway({})];
+    const sessions = await Promise.all(urls.map(() => newSession()));
+    // Four gateways each see race-b with the most room (3 against 1) and send their session
+    // there at the same moment: it takes three and refuses the fourth, which goes to race-a.
+    const answers = await Promise.all(sessions.map((id, i) => terminal(id, 'echo raced', urls[i])));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
-    expect([await sandboxesOf('race-a'), await sandboxesOf('race-b')]).toEqual([2, 2]);
-    const fifth = await terminal(await newSession(), 'echo no room', other);
+    expect([await sandboxesOf('race-a'), await sandboxesOf('race-b')]).toEqual([1, 3]);
+    const fifth = await terminal(await newSession(), 'echo no room', urls[1]);
     expect(fifth.status).toBe(503);
     expect(fifth.body.error.code).toBe('executor_unavailable');
     for (const id of sessions) expect((await stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })).status).toBe(204);
