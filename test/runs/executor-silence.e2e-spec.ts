@@ -1,4 +1,4 @@
-import { EXECUTOR_QUEUE_GROUP, TOOL_CALL_SUBJECT } from '@app/contracts';
+import { ExecutorAnnouncement, EXECUTOR_ANNOUNCE_SUBJECT, pinnedToolCallSubject } from '@app/contracts';
 import { ScriptedModelServer } from '@app/testing';
 import { connect, NatsConnection } from 'nats';
 import { RunsClient } from '../support/runs';
@@ -14,6 +14,7 @@ describe('runs: an executor that never answers', () => {
   let stack: TestStack;
   let runs: RunsClient;
   let silent: NatsConnection;
+  let heartbeat: NodeJS.Timeout | undefined;
   const delivered: string[] = [];
 
   beforeAll(async () => {
@@ -23,12 +24,29 @@ describe('runs: an executor that never answers', () => {
       env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_EXECUTOR_GRACE_MS: '1000' },
     }).start();
     runs = new RunsClient(stack, (await stack.createTenant()).apiKey);
-    // Stands where an executor would, in its queue group, and answers nothing.
+    // Stands where an executor would: announces itself, with room, on every heartbeat, and
+    // answers nothing on its own subject.
     silent = await connect({ servers: stack.nats.url });
-    silent.subscribe(TOOL_CALL_SUBJECT, { queue: EXECUTOR_QUEUE_GROUP, callback: (_err, msg) => delivered.push(msg.string()) });
+    silent.subscribe(pinnedToolCallSubject('silent-1'), { callback: (_err, msg) => delivered.push(msg.string()) });
+    await silent.flush();
+    const announcement: ExecutorAnnouncement = {
+      executor_id: 'silent-1',
+      instance: 'silent-1-a',
+      started_at: Date.now(),
+      capacity: 10,
+      sandboxes: 0,
+      warm_pool: 0,
+      version: 'test',
+      state: 'ready',
+      heartbeat_ms: 200,
+    };
+    const announce = () => silent.publish(EXECUTOR_ANNOUNCE_SUBJECT, JSON.stringify(announcement));
+    announce();
+    heartbeat = setInterval(announce, 200);
   });
 
   afterAll(async () => {
+    clearInterval(heartbeat);
     await silent?.close();
     await stack?.stop();
     await model.stop();

@@ -83,6 +83,11 @@ export class TestStack {
     return this;
   }
 
+  /** The environment the stack's services run with, for more services of the same deployment. */
+  get serviceEnv(): Record<string, string> {
+    return { ...this.env };
+  }
+
   /** The in-process gateway app, for tests that read its routes (not with gatewayProcess). */
   get gatewayApp(): INestApplication {
     if (!this.gateway) throw new Error('the gateway does not run in this process');

@@ -7,6 +7,7 @@ import { NATS_CLIENT, NatsClient, NatsContractServer } from '@app/messaging';
 import type { Logger } from 'pino';
 import { ExecutorModule } from './executor.module';
 import { ExecutorHttpServer } from './observability/executor-http.server';
+import { ExecutorAnnouncer } from './registration/executor-announcer';
 import { SandboxService } from './sandbox/sandbox.service';
 
 /**
@@ -23,6 +24,8 @@ export async function startExecutor(config?: RunboxConfig, logger: LoggerService
   transport.attach({ nats: app.get<NatsClient>(NATS_CLIENT), responderId: executorId, queue: EXECUTOR_QUEUE_GROUP });
   await app.listen();
   app.get(ExecutorHttpServer).markSubscribed();
+  // Announced only once subscribed: a gateway that places a session here finds it answering.
+  app.get(ExecutorAnnouncer).start();
   app.get<Logger>(LOGGER).info({ executorId }, 'executor listening');
   return app;
 }

@@ -1,4 +1,4 @@
-import { Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { ContractExceptionFilter, NATS_CLIENT, NatsClient } from '@app/messaging';
@@ -28,6 +28,9 @@ import { SessionReleaseController } from './tools/session-release.controller';
 import { SessionReleaseHandler } from './tools/session-release.handler';
 import { ToolCallController } from './tools/tool-call.controller';
 import { ToolCallHandler } from './tools/tool-call.handler';
+import { ExecutorAnnouncer } from './registration/executor-announcer';
+import { ExecutorRegistrationController } from './registration/executor-registration.controller';
+import { runboxVersion } from './registration/executor-version';
 
 const EXECUTOR_ID = Symbol('EXECUTOR_ID');
 
@@ -77,7 +80,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
         // The local backend exists only when the operator asked for it by name.
         if (c.RUNBOX_UNSAFE_LOCAL_BACKEND) runtimes.set('local', new LocalRuntime(c.RUNBOX_LOCAL_WORKSPACES, id, l));
         const policy = { idleTtlMs: c.RUNBOX_SANDBOX_IDLE_TTL_SECONDS * 1000, keepWorkspaceOnIdle: c.RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE };
-        return new SandboxService(id, runtimes, r, policy, l);
+        return new SandboxService(id, runtimes, r, policy, l, Date.now, c.RUNBOX_EXECUTOR_MAX_SANDBOXES);
       },
     },
     {
@@ -116,18 +119,27 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
       inject: [SandboxService, DockerSandboxDriver],
       useFactory: (s: SandboxService, d: DockerSandboxDriver) => new ExecutorPingHandler(s, d),
     },
+    {
+      provide: ExecutorAnnouncer,
+      inject: [RUNBOX_CONFIG, NATS_CLIENT, SandboxService, SandboxPool, LOGGER],
+      useFactory: (c: RunboxConfig, n: NatsClient, s: SandboxService, pool: SandboxPool, l: Logger) =>
+        new ExecutorAnnouncer(n, { sandboxes: s, warmPool: () => pool.ready }, Math.round(c.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS * 1000), runboxVersion(), l),
+    },
     ContractExceptionFilter,
   ],
   // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
-  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController],
+  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController, ExecutorRegistrationController],
 })
-class ExecutorCoreModule implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
+class ExecutorCoreModule implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(
     private readonly sandboxes: SandboxService,
     private readonly janitor: SandboxJanitor,
     private readonly db: PrismaService,
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     private readonly http: ExecutorHttpServer,
+    private readonly announcer: ExecutorAnnouncer,
+    private readonly toolCalls: ToolCallHandler,
+    @Inject(LOGGER) private readonly logger: Logger,
   ) {}
 
   /** Probes answer from here on: live at once, ready once subscribed (executor.app.ts). */
@@ -144,7 +156,24 @@ class ExecutorCoreModule implements OnModuleInit, OnApplicationBootstrap, OnAppl
     // The controllers start answering once the app listens (executor.app.ts), after this.
   }
 
+  /**
+   * A stop (SIGTERM, a rolling restart) drains: no new session from now on, said at once
+   * to every gateway; no new call is taken (callers find no responder and answer 503 with
+   * Retry-After); the calls already taken finish, each bounded by its own time limit.
+   * The sandboxes stay for the process that comes back under the same id.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.sandboxes.stopAdmitting('draining');
+    this.announcer.announce();
+    await this.nats.stopResponding();
+    const inFlight = this.toolCalls.inFlight.count;
+    if (inFlight > 0) this.logger.info({ inFlight }, 'draining: waiting for the calls in flight');
+    await this.toolCalls.inFlight.settled();
+    this.announcer.stop();
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    this.announcer.stop();
     await this.http.close();
     await this.janitor.stop();
     // Session containers stay: their shell state and jobs survive an executor restart.

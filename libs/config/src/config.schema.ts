@@ -136,6 +136,16 @@ export const configSchema = z.object({
   RUNBOX_EXECUTOR_ID: optionalString,
   /** The executor's own HTTP port: GET /healthz, /readyz and /metrics (0: any free port). */
   RUNBOX_EXECUTOR_HTTP_PORT: port.default(8081),
+  /** Sandboxes one executor holds at most; a new session beyond it is placed on another executor. */
+  RUNBOX_EXECUTOR_MAX_SANDBOXES: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** How often an executor announces itself; a gateway counts it lost after three silent intervals. */
+  RUNBOX_EXECUTOR_HEARTBEAT_SECONDS: z.coerce.number().min(0.05).max(60).default(2),
+  /** How long a lost executor's sessions wait for it to come back before RUNBOX_ON_EXECUTOR_LOSS applies. */
+  RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: z.coerce.number().min(0).max(86_400).default(60),
+  /** What a session whose executor stayed lost gets: `fail` (its calls fail) or `recreate` (a new, empty sandbox elsewhere). */
+  RUNBOX_ON_EXECUTOR_LOSS: z.enum(['fail', 'recreate']).default('fail'),
+  /** The executor's Docker engine (`unix:///path/docker.sock`, or `tcp://host:port`); unset, the local default socket. */
+  DOCKER_HOST: optionalString.pipe(z.string().regex(/^(unix:\/\/\/|tcp:\/\/)/, 'must be unix:///path or tcp://host:port').optional()),
   RUNBOX_SANDBOX_MEMORY_MB: z.coerce.number().int().positive().default(1024),
   RUNBOX_SANDBOX_CPUS: z.coerce.number().positive().default(1),
   RUNBOX_SANDBOX_PIDS: z.coerce.number().int().positive().default(512),

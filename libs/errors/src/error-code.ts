@@ -12,6 +12,8 @@ export enum ErrorCode {
   QuotaExceeded = 'quota_exceeded',
   Unavailable = 'service_unavailable',
   ExecutorUnavailable = 'executor_unavailable',
+  /** The session's executor was lost past its grace (or decommissioned) and took the workspace with it. */
+  ExecutorLost = 'executor_lost',
   SandboxFailed = 'sandbox_failed',
   Internal = 'internal_error',
 }
@@ -29,6 +31,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.QuotaExceeded]: 429,
   [ErrorCode.Unavailable]: 503,
   [ErrorCode.ExecutorUnavailable]: 503,
+  [ErrorCode.ExecutorLost]: 410,
   [ErrorCode.SandboxFailed]: 502,
   [ErrorCode.Internal]: 500,
 };

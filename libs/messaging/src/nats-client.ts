@@ -89,6 +89,9 @@ export class StreamReplicasError extends Error {}
  * server's max_payload per message, the contract's limit per assembled message.
  */
 export class NatsClient {
+  /** What `respond` subscribed, so a draining service can stop answering before it stops. */
+  private readonly responders = new Set<Subscription>();
+
   private constructor(
     readonly connection: NatsConnection,
     private readonly logger: Logger,
@@ -180,7 +183,7 @@ export class NatsClient {
   ): Subscription {
     const subject = options.subject ?? contract.subject;
     const fail = failureFor(contract, options.responderId);
-    return this.connection.subscribe(subject, {
+    const subscription = this.connection.subscribe(subject, {
       queue: options.queue,
       callback: (err, msg) => {
         if (err) {
@@ -194,6 +197,26 @@ export class NatsClient {
         );
       },
     });
+    this.responders.add(subscription);
+    return subscription;
+  }
+
+  /**
+   * Stops answering requests: every subscription `respond` made is drained (requests
+   * already delivered are still handled), so callers find "no responders" from here on
+   * instead of a responder that is about to go. Events are still received.
+   */
+  async stopResponding(drainMs = 3_000): Promise<void> {
+    const subscriptions = [...this.responders];
+    this.responders.clear();
+    // With the server away the drain would wait for it for ever; past the bound, the
+    // subscriptions are simply dropped (a server that comes back has forgotten them anyway).
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, drainMs)));
+    const drained = Promise.all(subscriptions.map((s) => s.drain().catch(() => undefined))).then(() => this.flush().catch(() => undefined));
+    await Promise.race([drained, gaveUp]);
+    clearTimeout(timer);
+    for (const subscription of subscriptions) if (!subscription.isClosed()) subscription.unsubscribe();
   }
 
   /** Publishes to a JetStream stream; a repeated `msgID` within the stream's window is dropped. */

@@ -98,4 +98,35 @@ describe('NatsClient over a server with a 64 KiB max_payload', () => {
   it('refuses to publish over the message limit (nobody would fetch the pieces)', () => {
     expect(() => client.publish(event, { text: 'x'.repeat(MAX_PAYLOAD) })).toThrow(/over its \d+-byte limit/);
   });
+
+  it('stops answering on stopResponding, letting a request already taken finish, while events still arrive', async () => {
+    const draining = await NatsClient.connect(nats.url, 'test-draining', logger);
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let taken!: () => void;
+      const arrived = new Promise<void>((resolve) => (taken = resolve));
+      draining.serve(contract('test.slow'), async ({ text }) => {
+        taken();
+        await held;
+        return { ok: true as const, text };
+      }, { responderId });
+      const events: string[] = [];
+      draining.subscribe(event, ({ text }) => events.push(text));
+      await draining.flush();
+
+      const inFlight = client.request(contract('test.slow'), { text: 'taken before' }, { timeoutMs: 5_000 });
+      await arrived;
+      await draining.stopResponding();
+      await expect(client.request(contract('test.slow'), { text: 'after' }, { timeoutMs: 5_000 })).rejects.toMatchObject({ noResponders: true });
+      release();
+      await expect(inFlight).resolves.toEqual({ ok: true, text: 'taken before' });
+      client.publish(event, { text: 'still heard' });
+      await client.flush();
+      await draining.flush();
+      expect(events).toEqual(['still heard']);
+    } finally {
+      await draining.close();
+    }
+  });
 });

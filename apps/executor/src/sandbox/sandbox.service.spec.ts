@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { AgentChannel, ProtocolViolationError } from './agent-channel';
 import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
-import { BackendMismatchError, CallCancelledError, SandboxService, SessionNotFoundError } from './sandbox.service';
+import { BackendMismatchError, CallCancelledError, NewSessionRefusedError, SandboxService, SessionNotFoundError } from './sandbox.service';
 
 /** Holds an agent's answers: `arrived` settles when a call reaches the agent, which answers once `release()` is called. */
 class CallGate {
@@ -121,7 +121,7 @@ class FakeRepository {
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
 
-function setup(idleTtlMs = 60_000) {
+function setup(idleTtlMs = 60_000, capacity?: number) {
   let clock = 1_000;
   const runtime = new FakeRuntime();
   const repo = new FakeRepository();
@@ -132,6 +132,7 @@ function setup(idleTtlMs = 60_000) {
     { idleTtlMs, keepWorkspaceOnIdle: true },
     silent,
     () => clock,
+    capacity,
   );
   const advance = (ms: number) => (clock += ms);
   return { runtime, repo, service, advance };
@@ -149,6 +150,40 @@ async function until(what: string, condition: () => boolean): Promise<void> {
 }
 
 describe('SandboxService', () => {
+  it('refuses new sessions beyond its capacity, even when their first calls race for the last slot', async () => {
+    const { runtime, repo, service } = setup(60_000, 2);
+    for (const id of ['ses_1', 'ses_2', 'ses_3', 'ses_4']) repo.liveSessions.set(id, 'ten_a');
+    let release!: () => void;
+    runtime.provisionGate = new Promise((resolve) => (release = resolve));
+    // Three first calls at once while the containers start: two are admitted, one refused.
+    const calls = ['ses_1', 'ses_2', 'ses_3'].map((sessionId) => service.call({ ...target, sessionId }, 'ping', {}, 1000));
+    const refused = await Promise.race(calls.map((c, i) => c.then(() => -1, () => i)));
+    expect(refused).toBe(2);
+    await expect(calls[2]).rejects.toMatchObject({ reason: 'executor_full' });
+    expect(service.occupied).toBe(2);
+    release();
+    await Promise.all(calls.slice(0, 2));
+    expect(runtime.provisioned).toBe(2);
+    await expect(service.call({ ...target, sessionId: 'ses_4' }, 'ping', {}, 1000)).rejects.toBeInstanceOf(NewSessionRefusedError);
+    // The sessions it holds are served as before.
+    await expect(service.call(target, 'ping', {}, 1000)).resolves.toMatchObject({ output: 'ping' });
+  });
+
+  it('takes no new session once draining, and still serves the ones it holds and those whose workspace it kept', async () => {
+    const { repo, service } = setup();
+    for (const id of ['ses_1', 'ses_2', 'ses_3']) repo.liveSessions.set(id, 'ten_a');
+    await service.call(target, 'ping', {}, 1000);
+    repo.rows.set('ses_3', { sessionId: 'ses_3', tenantId: 'ten_a', executorId: 'exec-1', backend: 'docker', containerId: null, volume: 'v-kept', state: 'stopped' });
+    service.stopAdmitting('draining');
+    expect(service.admission).toBe('draining');
+    await expect(service.call({ ...target, sessionId: 'ses_2' }, 'ping', {}, 1000)).rejects.toMatchObject({ reason: 'executor_draining' });
+    await expect(service.call(target, 'ping', {}, 1000)).resolves.toMatchObject({ output: 'ping' });
+    await expect(service.call({ ...target, sessionId: 'ses_3' }, 'ping', {}, 1000)).resolves.toMatchObject({ output: 'ping' });
+    service.stopAdmitting('decommissioned');
+    service.stopAdmitting('draining');
+    expect(service.admission).toBe('decommissioned');
+  });
+
   it('stops a sandbox that breaks the channel protocol, and starts the next call on a new one with the same workspace', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');

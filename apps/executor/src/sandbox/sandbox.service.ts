@@ -35,6 +35,19 @@ export class BackendDisabledError extends Error {}
 /** The session's sandbox already lives on another backend. */
 export class BackendMismatchError extends Error {}
 
+/**
+ * This executor takes no new session: it is full, draining or decommissioned. Nothing ran;
+ * the gateway places the session on another executor.
+ */
+export class NewSessionRefusedError extends Error {
+  constructor(
+    readonly reason: 'executor_full' | 'executor_draining',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export interface SandboxLifecyclePolicy {
   /** A sandbox with no call for this long is stopped and removed. */
   idleTtlMs: number;
@@ -87,6 +100,10 @@ export class SandboxService {
   readonly channelErrors: Record<ChannelErrorKind, number> = { protocol_violation: 0, reconnect: 0, sandbox_died: 0, sandbox_restarted: 0 };
   /** Cancels of calls not yet sent to their sandbox, by tenant and call id, with when they came. */
   private readonly earlyCancels = new Map<string, number>();
+  /** Set once it stops taking new sessions (SIGTERM, decommission); never cleared in this process. */
+  private refusing?: 'draining' | 'decommissioned';
+  /** New sessions whose sandbox is being made, counted against the capacity. */
+  private admitting = 0;
 
   constructor(
     readonly executorId: string,
@@ -95,6 +112,8 @@ export class SandboxService {
     private readonly policy: SandboxLifecyclePolicy,
     private readonly logger: Logger,
     private readonly now: () => number = Date.now,
+    /** Sandboxes held at most; a new session beyond it is refused (RUNBOX_EXECUTOR_MAX_SANDBOXES). */
+    readonly capacity = Number.MAX_SAFE_INTEGER,
   ) {}
 
   get size(): number {
@@ -106,6 +125,21 @@ export class SandboxService {
     let busy = 0;
     for (const sandbox of this.live.values()) if (sandbox.inFlight > 0) busy++;
     return { busy, idle: this.live.size - busy };
+  }
+
+  /** Sandboxes held or being made for new sessions: what counts against the capacity. */
+  get occupied(): number {
+    return this.live.size + this.admitting;
+  }
+
+  /** `ready`, or why it takes no new session. */
+  get admission(): 'ready' | 'draining' | 'decommissioned' {
+    return this.refusing ?? 'ready';
+  }
+
+  /** Stops taking new sessions; those it holds are served as before. A decommission is not undone by a drain. */
+  stopAdmitting(why: 'draining' | 'decommissioned'): void {
+    if (this.refusing !== 'decommissioned') this.refusing = why;
   }
 
   supports(backend: SandboxBackend): boolean {
@@ -332,8 +366,17 @@ export class SandboxService {
     // Another executor's workspace is on another host: this one starts afresh.
     const ours = record && record.executorId === this.executorId && record.state !== 'removed' ? record : null;
     if (ours?.state === 'ready' && (await runtime.isAlive(ours))) return this.remember(target, ours);
-    if (ours) await runtime.destroy(ours, true);
-    return this.create(target, runtime, ours?.volume ?? null);
+    if (ours) {
+      await runtime.destroy(ours, true);
+      return this.create(target, runtime, ours.volume);
+    }
+    this.admitNewSession();
+    this.admitting++;
+    try {
+      return await this.create(target, runtime, null);
+    } finally {
+      this.admitting--;
+    }
   }
 
   /**
@@ -345,15 +388,20 @@ export class SandboxService {
     target: CallTarget,
     runtime: SandboxRuntime,
   ): Promise<{ sandbox?: LiveSandbox; lookup?: { live: boolean; record: SandboxRecord | null } }> {
+    // A warm sandbox goes only to a new session, and only while new ones are taken.
+    if (this.refusing || this.live.size + this.admitting >= this.capacity) return {};
     const warm = runtime.takeWarm();
     if (!warm) return {};
     const { channel, ...ref } = warm;
     let outcome: Awaited<ReturnType<SandboxRepository['bindIfNew']>>;
+    this.admitting++;
     try {
       outcome = await this.repo.bindIfNew({ ...target, executorId: this.executorId, ...ref, state: 'ready' });
     } catch (err) {
       runtime.returnWarm(warm);
       throw err;
+    } finally {
+      this.admitting--;
     }
     if (!outcome.bound) {
       runtime.returnWarm(warm);
@@ -397,6 +445,20 @@ export class SandboxService {
       await this.repo.markGone(tenantId, sessionId, 'failed', workspace, message).catch(() => undefined);
       this.logger.error({ tenantId, sessionId, err }, 'sandbox creation failed');
       throw new SandboxUnavailableError(`could not start the sandbox: ${message}`);
+    }
+  }
+
+  /**
+   * Whether a session this executor holds nothing of may have a sandbox here. New sessions
+   * being created count (`admitting`), so concurrent first calls cannot pass the last slot
+   * together; the sessions it already holds, or kept a workspace for, are never refused.
+   */
+  private admitNewSession(): void {
+    if (this.refusing) {
+      throw new NewSessionRefusedError('executor_draining', `executor ${this.executorId} is ${this.refusing} and takes no new session`);
+    }
+    if (this.live.size + this.admitting >= this.capacity) {
+      throw new NewSessionRefusedError('executor_full', `executor ${this.executorId} holds ${this.live.size} of ${this.capacity} sandboxes`);
     }
   }
 

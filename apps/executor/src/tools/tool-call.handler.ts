@@ -6,10 +6,12 @@ import { z } from 'zod';
 import { ChannelClosedError, ChannelTimeoutError, DuplicateRequestError, ProtocolViolationError } from '../sandbox/agent-channel';
 import { SandboxQuotaError } from '../sandbox/sandbox-quota';
 import { isVpsTransferTool, VpsTransferHandler } from '../ssh/vps-transfer.handler';
+import { InFlightCalls } from './in-flight-calls';
 import {
   BackendDisabledError,
   BackendMismatchError,
   CallCancelledError,
+  NewSessionRefusedError,
   SandboxService,
   SandboxUnavailableError,
   SessionNotFoundError,
@@ -36,13 +38,19 @@ export class ToolCallHandler {
     private readonly sandboxes: SandboxService,
     private readonly logger: Logger,
     private readonly transfers?: VpsTransferHandler,
+    readonly inFlight = new InFlightCalls(),
   ) {}
+
+  /** Calls in flight are tracked, so a draining executor lets them finish before it exits. */
+  handle(req: ReceivedToolCall): Promise<ToolCallReply> {
+    return this.inFlight.track(() => this.logged(req));
+  }
 
   /**
    * One line per call, whatever its outcome: with the caller's correlation id (the logger
    * adds it), it ties the gateway's request to what this executor did for it.
    */
-  async handle(req: ReceivedToolCall): Promise<ToolCallReply> {
+  private async logged(req: ReceivedToolCall): Promise<ToolCallReply> {
     const started = Date.now();
     const log = { tenantId: req.tenant_id, sessionId: req.session_id, callId: req.call_id, tool: req.tool, backend: req.backend };
     try {
@@ -71,6 +79,7 @@ export class ToolCallHandler {
       return { ok: true, executor_id, result };
     } catch (err) {
       if (err instanceof SessionNotFoundError) return fail('not_found', err.message);
+      if (err instanceof NewSessionRefusedError) return fail(err.reason, err.message);
       if (err instanceof SandboxQuotaError) return fail('quota_exceeded', err.message);
       if (err instanceof BackendDisabledError) return fail('backend_disabled', refusal(req.backend));
       if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);

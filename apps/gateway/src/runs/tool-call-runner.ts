@@ -257,7 +257,8 @@ export class ToolCallRunner {
         // rather than letting the model guess. An unanswered call is never re-sent (it may
         // have run), and the message says to check its effects.
         if (err.outcomeUnknown) throw new RunFailure(`tool ${call.name} got no answer: ${err.message}; check its effects before running it again`);
-        throw new RunFailure(`tool ${call.name} could not run: ${err.message}`);
+        const retry = err.retryAfterSeconds === undefined ? '' : ` (temporary: the run can be retried in ${err.retryAfterSeconds} s)`;
+        throw new RunFailure(`tool ${call.name} could not run: ${err.message}${retry}`);
       }
       throw err;
     } finally {

@@ -103,11 +103,12 @@ export class SessionsService {
         if (err.kind === 'quota_exceeded') {
           throw new AppError(ErrorCode.QuotaExceeded, err.message, { limit: 'max_sandboxes' }, SANDBOX_RETRY_SECONDS);
         }
+        if (err.kind === 'executor_lost') throw new AppError(ErrorCode.ExecutorLost, err.message);
         const code = err.kind === 'executor_unavailable' ? ErrorCode.ExecutorUnavailable : ErrorCode.SandboxFailed;
         // A call the executor took but never answered may have run: no Retry-After invites
         // the client to repeat it blindly; the body says to check its effects first.
         if (err.outcomeUnknown) throw new AppError(code, `${err.message}; check its effects before repeating it`, { outcome_unknown: true });
-        throw new AppError(code, err.message, undefined, err.kind === 'executor_unavailable' ? 5 : undefined);
+        throw new AppError(code, err.message, undefined, err.kind === 'executor_unavailable' ? (err.retryAfterSeconds ?? 5) : undefined);
       }
       throw err;
     }

@@ -1,12 +1,17 @@
 import { loadConfig } from '@app/config';
 import { NatsClient, NatsTimeoutError } from '@app/messaging';
+import { ExecutorAnnouncements } from '../executors/executor-announcements';
+import { ExecutorRegistry } from '../executors/executor-registry';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
 
 const call = { tenant_id: 'ten_1', session_id: 'ses_1', call_id: 'c1', tool: 'terminal', arguments: { command: 'true' }, max_output_chars: 100, timeout_ms: 1_000 };
 const reply = { ok: true as const, executor_id: 'exec-1', result: { output: '', metadata: {}, is_error: false } };
 
 function clientAnswering(...answers: Array<() => Promise<unknown>>) {
-  const client = new ExecutorClient({} as NatsClient, loadConfig({}));
+  // exec-1 is heard from and serving: these tests are about what one call on it does.
+  const registry = new ExecutorRegistry(60_000, 2_000);
+  registry.heard({ executor_id: 'exec-1', instance: 'i1', started_at: 1, capacity: 10, sandboxes: 1, warm_pool: 0, version: 'test', state: 'ready', heartbeat_ms: 60_000 });
+  const client = new ExecutorClient({} as NatsClient, loadConfig({}), registry, {} as ExecutorAnnouncements);
   const sent = jest.fn(() => answers.shift()!());
   (client as unknown as { request: typeof sent }).request = sent;
   return { client, sent };

@@ -11,15 +11,19 @@ import {
   toolCancelContract,
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
+import { ExecutorAnnouncements } from '../executors/executor-announcements';
+import { ExecutorRegistry, ExecutorStanding } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
- * never came: the call may or may not have run.
+ * never came: the call may or may not have run. `retryAfterSeconds` is set when trying
+ * again later can work (no executor with room, the session's executor restarting).
  */
 export class ExecutorUnavailableError extends Error {
   constructor(
     message: string,
     readonly outcomeUnknown = false,
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -28,35 +32,129 @@ export class ExecutorUnavailableError extends Error {
 /** How long a tool call is sent again while no executor listens on its subject (see whileNobodyListens). */
 const NO_RESPONDERS_PATIENCE_MS = 2_000;
 
+/**
+ * The session's executor stayed lost past RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS (or was
+ * decommissioned) and RUNBOX_ON_EXECUTOR_LOSS is `fail`: its workspace is out of reach.
+ */
+export class ExecutorLostError extends Error {}
+
+/** Replies with which an executor refuses a new session; the next executor is tried. */
+const REFUSALS = new Set(['executor_full', 'executor_draining']);
+
+/**
+ * How long the gateway waits for fresh announcements before believing that no executor
+ * has room, or that one went silent: its picture may be stale because it just started, or
+ * because its own event loop stalled past a few heartbeats (the announcements then wait,
+ * unread, in its socket). Executors answer a discovery within milliseconds.
+ */
+const RECHECK_WAIT_MS = 1_000;
+
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
 export class ExecutorClient extends NatsContractClient {
   constructor(
     @Inject(NATS_CLIENT) nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
+    private readonly executors: ExecutorRegistry,
+    private readonly announcements: ExecutorAnnouncements,
   ) {
     super(nats);
   }
 
+  /**
+   * Runs a sandbox call: on the session's executor, or, for a session without one, on the
+   * executor with the most free capacity (docs/scaling.md). A session whose executor is
+   * lost answers at once (no call is sent into the void); past the grace, the loss policy
+   * decides.
+   */
   async callTool(request: ToolCallRequest, executorId: string | null): Promise<ToolCallReply> {
-    try {
-      return await this.whileNobodyListens(() =>
-        this.request(
-          { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: executorId ? pinnedToolCallSubject(executorId) : undefined },
-          // The deployment, never the tenant, decides where sandbox tools run.
-          { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
-        ),
+    if (!executorId) return this.place(request);
+    const standing = await this.confirmedStanding(executorId);
+    if (standing.kind === 'serving') return this.callOn(request, executorId);
+    if (standing.kind === 'lost') {
+      throw new ExecutorUnavailableError(
+        `executor ${executorId}, which holds this session's sandbox, has not been heard from for ${seconds(standing.silentMs)} s; ` +
+          `its sessions wait up to ${seconds(standing.graceLeftMs)} s more for it to come back`,
+        false,
+        this.retryAfterSeconds,
       );
+    }
+    const why = standing.why === 'decommissioned' ? `executor ${executorId} was decommissioned` : `executor ${executorId} has been gone for ${seconds(standing.silentMs)} s`;
+    if (this.config.RUNBOX_ON_EXECUTOR_LOSS === 'fail') {
+      throw new ExecutorLostError(`${why}, and with it this session's sandbox and workspace; start a new session`);
+    }
+    const reply = await this.place(request, new Set([executorId]));
+    if (!reply.ok) return reply;
+    const note = `[note: ${why}, and with it this session's workspace: this call ran in a new, empty sandbox; files and state from before are lost]`;
+    return { ...reply, result: { ...reply.result, output: `${note}\n${reply.result.output}`, metadata: { ...reply.result.metadata, workspace_lost: true } } };
+  }
+
+  /**
+   * A new session's first call: offered to the executors with room, most free first, until
+   * one takes it. An executor that filled up meanwhile (another gateway placed there) or
+   * began draining refuses before anything runs, so the next is tried.
+   */
+  private async place(request: ToolCallRequest, exclude: ReadonlySet<string> = new Set()): Promise<ToolCallReply> {
+    const tried = new Set(exclude);
+    let refusal: string | undefined;
+    let rechecked = false;
+    for (;;) {
+      let [next] = this.executors.candidates(tried);
+      if (!next && !rechecked) {
+        rechecked = true;
+        await this.announcements.askAndWait(RECHECK_WAIT_MS);
+        [next] = this.executors.candidates(tried);
+      }
+      if (!next) {
+        const serving = this.executors.list().some((e) => e.standing === 'serving' && e.state === 'ready');
+        const why = serving ? 'no executor has room for a new session' : 'no executor is serving sandboxes (none has announced itself ready)';
+        throw new ExecutorUnavailableError(`${why}${refusal ? ` (${refusal})` : ''}; try again shortly`, false, this.retryAfterSeconds);
+      }
+      tried.add(next);
+      this.executors.placed(next);
+      try {
+        const reply = await this.callOn(request, next);
+        if (reply.ok || !REFUSALS.has(reply.error.code)) return reply;
+        refusal = reply.error.message;
+      } catch (err) {
+        // Gone between its announcement and now: nothing ran, the next one may take it.
+        if (err instanceof ExecutorUnavailableError && !err.outcomeUnknown) continue;
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * One call on one executor's own subject. An executor that goes silent while the call is
+   * out ends the wait at once (the call may or may not have run), rather than at its time
+   * limit.
+   */
+  private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
+    const stopWatching = new AbortController();
+    try {
+      return await Promise.race([
+        this.whileNobodyListens(() =>
+          this.request(
+            { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
+            // The deployment, never the tenant, decides where sandbox tools run.
+            { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+          ),
+        ),
+        this.silenceOf(executorId, stopWatching.signal),
+      ]);
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
         throw new ExecutorUnavailableError(
           err.noResponders
-            ? `no executor is serving ${executorId ? `executor ${executorId}` : 'sandboxes'}`
+            ? `executor ${executorId} is not answering (restarting or gone); try again shortly`
             : 'the executor did not answer in time; the tool call may or may not have run',
           !err.noResponders,
+          err.noResponders ? this.retryAfterSeconds : undefined,
         );
       }
       throw err;
+    } finally {
+      stopWatching.abort();
     }
   }
 
@@ -79,12 +177,49 @@ export class ExecutorClient extends NatsContractClient {
     }
   }
 
+  /** Rejects once `executorId` is confirmed silent; never settles otherwise. */
+  private silenceOf(executorId: string, stop: AbortSignal): Promise<never> {
+    return new Promise((_, reject) => {
+      let checking = false;
+      const timer = setInterval(() => {
+        if (checking || this.executors.standing(executorId).kind === 'serving') return;
+        checking = true;
+        void this.confirmedStanding(executorId).then((standing) => {
+          checking = false;
+          if (standing.kind === 'serving' || stop.aborted) return;
+          clearInterval(timer);
+          reject(new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true));
+        });
+      }, this.heartbeatMs / 2);
+      stop.addEventListener('abort', () => clearInterval(timer), { once: true });
+    });
+  }
+
+  /** The executor's standing; one that looks silent is asked to announce itself before the silence is believed. */
+  private async confirmedStanding(executorId: string): Promise<ExecutorStanding> {
+    const standing = this.executors.standing(executorId);
+    if (standing.kind === 'serving') return standing;
+    await this.announcements.askAndWait(Math.min(RECHECK_WAIT_MS, this.heartbeatMs), executorId);
+    return this.executors.standing(executorId);
+  }
+
+  private get heartbeatMs(): number {
+    return this.config.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS * 1000;
+  }
+
+  /** What a 503 invites: about one heartbeat, by when a restarted executor has announced itself. */
+  get retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil(this.config.RUNBOX_EXECUTOR_HEARTBEAT_SECONDS));
+  }
+
   cancelTool(tenantId: string, sessionId: string, callId: string): void {
     this.notify(toolCancelContract, { tenant_id: tenantId, session_id: sessionId, call_id: callId });
   }
 
   /** Asks the session's executor to remove its sandbox. False when no executor answered, or the one that did could not. */
   async releaseSession(tenantId: string, sessionId: string, executorId: string | null): Promise<boolean> {
+    // A lost executor would not answer; its sweep removes the sandbox if it ever comes back.
+    if (executorId && (await this.confirmedStanding(executorId)).kind !== 'serving') return false;
     const subject = executorId ? pinnedSessionReleaseSubject(executorId) : undefined;
     try {
       const reply = await this.request({ contract: sessionReleaseContract, timeoutMs: 30_000, subject }, { tenant_id: tenantId, session_id: sessionId });
@@ -103,4 +238,8 @@ export class ExecutorClient extends NatsContractClient {
       return null;
     }
   }
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 100) / 10;
 }

@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '@app/persistence';
 import { ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { toStorableText } from '../common/storable-text';
-import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
+import { ExecutorClient, ExecutorLostError, ExecutorUnavailableError } from './executor.client';
 import { GatewayToolResult } from './gateway-tool';
 import { SESSION_TOOL_ROUTER, SessionToolRouter } from './session-tool-router';
 import { TenantTool } from './tenant-tool';
@@ -40,9 +40,11 @@ export interface ToolContext {
 export class ToolInfrastructureError extends Error {
   constructor(
     message: string,
-    readonly kind: 'executor_unavailable' | 'sandbox_failed' | 'not_found' | 'quota_exceeded',
+    readonly kind: 'executor_unavailable' | 'executor_lost' | 'sandbox_failed' | 'not_found' | 'quota_exceeded',
     /** An executor took the call but never answered: it may or may not have run. */
     readonly outcomeUnknown = false,
+    /** Set when the same call may work later (an executor restarting, none with room). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -117,7 +119,8 @@ export class ToolRouter {
         ctx.executorId,
       );
     } catch (err) {
-      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable', err.outcomeUnknown);
+      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable', err.outcomeUnknown, err.retryAfterSeconds);
+      if (err instanceof ExecutorLostError) throw new ToolInfrastructureError(err.message, 'executor_lost');
       throw err;
     }
     if (!reply.ok) {

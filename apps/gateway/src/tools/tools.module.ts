@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { ExecutorsModule } from '../executors/executors.module';
 import { TenancyModule } from '../tenants/tenancy.module';
 import { ExecutorClient } from './executor.client';
 import { GatewayToolCollector } from './gateway-tool-collector';
@@ -15,7 +16,7 @@ import { ToolsController } from './tools.controller';
  * TENANT_TOOL_SOURCES feature modules contribute), the router, and the executor client.
  */
 @Module({
-  imports: [DiscoveryModule, TenancyModule],
+  imports: [DiscoveryModule, TenancyModule, ExecutorsModule],
   controllers: [ToolsController],
   providers: [{ provide: ToolRegistry, useFactory: () => new ToolRegistry() }, GatewayToolCollector, TenantTools, ToolRouter, ExecutorClient, SandboxFiles],
   exports: [ToolRegistry, TenantTools, ToolRouter, ExecutorClient, SandboxFiles],
