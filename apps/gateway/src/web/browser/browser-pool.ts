@@ -51,7 +51,8 @@ export class BrowserPool implements OnModuleDestroy {
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.executable = findChromium(config.RUNBOX_BROWSER_EXECUTABLE);
-    this.sweeper = setInterval(() => void this.closeIdle(), SWEEP_MS);
+    // Often enough that a context outlives its idle time by at most half of it.
+    this.sweeper = setInterval(() => void this.closeIdle(), Math.min(SWEEP_MS, (config.RUNBOX_BROWSER_IDLE_SECONDS * 1000) / 2));
     this.sweeper.unref();
   }
 
