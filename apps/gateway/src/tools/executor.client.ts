@@ -131,17 +131,25 @@ export class ExecutorClient extends NatsContractClient {
    */
   private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
     const stopWatching = new AbortController();
+    // Whether the executor may have received the call: not while every try so far found
+    // no responder (it was draining, restarting or reconnecting to NATS), so its silence
+    // then means "nothing ran, try again", not "outcome unknown".
+    let mayHaveArrived = false;
+    const send = async (): Promise<ToolCallReply> => {
+      mayHaveArrived = true;
+      try {
+        return await this.request(
+          { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
+          // The deployment, never the tenant, decides where sandbox tools run.
+          { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
+        );
+      } catch (err) {
+        if (err instanceof NatsTimeoutError && err.noResponders) mayHaveArrived = false;
+        throw err;
+      }
+    };
     try {
-      return await Promise.race([
-        this.whileNobodyListens(() =>
-          this.request(
-            { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
-            // The deployment, never the tenant, decides where sandbox tools run.
-            { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
-          ),
-        ),
-        this.silenceOf(executorId, stopWatching.signal),
-      ]);
+      return await Promise.race([this.whileNobodyListens(send, stopWatching.signal), this.silenceOf(executorId, stopWatching.signal, () => mayHaveArrived)]);
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
         throw new ExecutorUnavailableError(
@@ -165,7 +173,7 @@ export class ExecutorClient extends NatsContractClient {
    * reconnect to another server of the cluster. An executor that is really gone is still
    * reported within NO_RESPONDERS_PATIENCE_MS.
    */
-  private async whileNobodyListens<T>(send: () => Promise<T>): Promise<T> {
+  private async whileNobodyListens<T>(send: () => Promise<T>, stop?: AbortSignal): Promise<T> {
     const deadline = Date.now() + NO_RESPONDERS_PATIENCE_MS;
     for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
       try {
@@ -173,12 +181,14 @@ export class ExecutorClient extends NatsContractClient {
       } catch (err) {
         if (!(err instanceof NatsTimeoutError && err.noResponders) || Date.now() + pause > deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, pause));
+        // The caller stopped waiting (it answered "try again"): sending now could run the call unseen.
+        if (stop?.aborted) throw err;
       }
     }
   }
 
   /** Rejects once `executorId` is confirmed silent; never settles otherwise. */
-  private silenceOf(executorId: string, stop: AbortSignal): Promise<never> {
+  private silenceOf(executorId: string, stop: AbortSignal, mayHaveArrived: () => boolean): Promise<never> {
     return new Promise((_, reject) => {
       let checking = false;
       const timer = setInterval(() => {
@@ -188,7 +198,11 @@ export class ExecutorClient extends NatsContractClient {
           checking = false;
           if (standing.kind === 'serving' || stop.aborted) return;
           clearInterval(timer);
-          reject(new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true));
+          reject(
+            mayHaveArrived()
+              ? new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true)
+              : new ExecutorUnavailableError(`executor ${executorId} is not answering (restarting or gone); nothing ran; try again shortly`, false, this.retryAfterSeconds),
+          );
         });
       }, this.heartbeatMs / 2);
       stop.addEventListener('abort', () => clearInterval(timer), { once: true });
