@@ -20,6 +20,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { ClusterStack } from '../test/support/cluster-stack';
 import { ServiceProcess } from '../test/support/service-process';
+import { percentile } from './support/stats';
 
 const LEASE_SECONDS = Number(process.env.RUNBOX_BENCH_LEASE_SECONDS ?? 4);
 const TAKEOVERS = 5;
@@ -131,11 +132,6 @@ async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 120_000
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
 function row(name: string, samples: number[]): void {

@@ -19,6 +19,7 @@ import Docker from 'dockerode';
 import { cpus, loadavg } from 'node:os';
 import { IntervalHistogram, monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { TenantCredentials, TestStack } from '../test/support/test-stack';
+import { percentile } from './support/stats';
 
 const SAMPLES = 300;
 const WARM_UP = 20;
@@ -120,11 +121,6 @@ async function floodChannel(containerId: string): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 /** The histogram's p99 beyond the sampling interval itself, in ms. */

@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { SandboxStdioTransportFactory } from '../apps/gateway/src/mcp/sandbox-stdio-transport';
 import { probeServerBundle } from '../test/support/mcp-probe-server';
 import { TestStack } from '../test/support/test-stack';
+import { percentile } from './support/stats';
 
 const SAMPLES = 300;
 const WARM_UP = 30;
@@ -84,11 +85,6 @@ async function calls(client: Client): Promise<number[]> {
     samples.push(performance.now() - started);
   }
   return samples;
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 function ms(value: number): string {

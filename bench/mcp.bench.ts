@@ -17,28 +17,15 @@ import { EgressGuard, NO_DOMAIN_RULES } from '@app/egress';
 import { McpConnections, McpTarget, MCP_LIMITS } from '../apps/gateway/src/mcp/mcp-connections';
 import { McpConnector } from '../apps/gateway/src/mcp/mcp-connector';
 import { McpFixtureServer } from '../test/support/mcp-fixture-server';
+import { percentile, timeIt } from './support/stats';
 
 const ITERATIONS = { warmup: 20, cached: 2_000, uncached: 200, calls: 500 };
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 function report(label: string, samples: number[]): number {
   const s = [...samples].sort((a, b) => a - b);
   const p50 = percentile(s, 50);
   console.log(`  ${label.padEnd(58)} p50 ${p50.toFixed(3).padStart(9)} ms   p99 ${percentile(s, 99).toFixed(3).padStart(9)} ms   (n=${s.length})`);
   return p50;
-}
-
-async function timeIt(n: number, work: () => Promise<unknown>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await work();
-    out.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return out;
 }
 
 async function main(): Promise<void> {

@@ -17,6 +17,7 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { SandboxPool } from '../apps/executor/src/sandbox/sandbox-pool';
 import { TenantCredentials, TestStack } from '../test/support/test-stack';
+import { percentile } from './support/stats';
 
 const COLD_SAMPLES = 15;
 const WARM_SAMPLES = 15;
@@ -110,11 +111,6 @@ async function plainExec(container: Docker.Container): Promise<void> {
   });
   const info = await exec.inspect();
   if (info.ExitCode !== 0) throw new Error(`exec exited ${info.ExitCode}`);
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 function report(figures: Figure[]): void {

@@ -14,6 +14,7 @@
 import Docker from 'dockerode';
 import { cpus, loadavg } from 'node:os';
 import { TestStack } from '../test/support/test-stack';
+import { percentile } from './support/stats';
 
 const SESSIONS = 20;
 const IDLE_WINDOW_MS = 10_000;
@@ -72,11 +73,6 @@ async function idleSamples(containers: Docker.Container[]): Promise<Sample[]> {
       cpuNs: stats.cpu_stats.cpu_usage.total_usage - before[i].cpu_stats.cpu_usage.total_usage,
     };
   });
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 function report(runbox: Sample[], bare: Sample[]): void {

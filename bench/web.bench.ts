@@ -29,28 +29,15 @@ import { findChromium } from '../apps/gateway/src/web/browser/chromium-path';
 import { EgressRulesRepository } from '../apps/gateway/src/web/egress-rules.repository';
 import { Outbound } from '../apps/gateway/src/web/outbound';
 import { BenchStack } from './support/bench-stack';
+import { percentile, timeIt } from './support/stats';
 
 const ITERATIONS = { warmup: 10, fetch: 200, browserActions: 60, contexts: 8 };
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
 
 function report(label: string, samples: number[]): number {
   const s = [...samples].sort((a, b) => a - b);
   const p50 = percentile(s, 50);
   console.log(`  ${label.padEnd(58)} p50 ${p50.toFixed(1).padStart(7)} ms   p99 ${percentile(s, 99).toFixed(1).padStart(7)} ms   (n=${s.length})`);
   return p50;
-}
-
-async function timeIt(n: number, work: () => Promise<unknown>): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await work();
-    out.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return out;
 }
 
 /** A page of about 100 KB: some 25 KB of article inside navigation, scripts and styles. */

@@ -17,6 +17,7 @@ import { eventually } from '@app/testing';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { TenantCredentials, TestStack } from '../test/support/test-stack';
+import { percentile } from './support/stats';
 
 const SAMPLES = 12;
 
@@ -87,11 +88,6 @@ async function timed(work: () => Promise<void>): Promise<number> {
 async function terminal(stack: TestStack, tenant: TenantCredentials, sessionId: string): Promise<void> {
   const res = await stack.request('POST', `/v1/sessions/${sessionId}/tools/terminal`, { key: tenant.apiKey, body: { arguments: { command: 'true' } } });
   if (res.status !== 200 || res.body.is_error || res.body.metadata.exit_code !== 0) throw new Error(`terminal failed: ${res.status} ${res.text}`);
-}
-
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 function ms(value: number): string {
