@@ -47,6 +47,7 @@ import time
 
 from .containment import resolve, workspace_root
 from .registry import OPS, ToolError
+from .terminal import _signal_group  # a group signal that may find the group gone, as for terminal commands
 
 MAX_READ_BYTES = 2 * 1024 * 1024
 MAX_PENDING_STDIN_BYTES = 4 * 1024 * 1024
@@ -276,14 +277,6 @@ def _pump_stdin(p):
 
 # ---------------------------------------------------------------------------------------
 # Stopping and reaping
-
-def _signal_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
 
 def _stop(p, reason_if_killed=None):
     """Close stdin, then SIGTERM the group, then SIGKILL it. `reason_if_killed` becomes the
