@@ -28,17 +28,10 @@ export interface McpServerRow {
   updatedAt: Date;
 }
 
-export interface NewMcpServer {
-  name: string;
-  transport: McpTransportKind;
-  url: string | null;
-  command: string | null;
-  args: string[];
-  headerNames: string[];
-  envNames: string[];
+export type NewMcpServer = Pick<McpServerRow, 'name' | 'transport' | 'url' | 'command' | 'args' | 'headerNames' | 'envNames'> & {
   /** Sealed by the caller with the row's id as associated data; null when there is nothing to seal. */
   sealSecrets: (id: string) => string | null;
-}
+};
 
 export type McpServerChanges = Partial<Pick<McpServerRow, 'name' | 'url' | 'command' | 'args' | 'headerNames' | 'envNames' | 'secrets'>>;
 
