@@ -1,8 +1,7 @@
-import http, { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import https from 'node:https';
-import { isIP } from 'node:net';
+import { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
+import { requestCheckedAddress } from './checked-request';
 import { DomainRules } from './domain-rules';
 import { EgressGuard, EgressRefusedError } from './egress-guard';
 
@@ -94,36 +93,21 @@ export async function guardedFetch(guard: EgressGuard, url: string, options: Gua
   }
 }
 
-function request(
+async function request(
   url: URL,
   address: string,
   init: { method: string; headers: Record<string, string>; body?: Buffer | string; signal: AbortSignal },
   deadline: AbortSignal,
   timeoutMs: number,
 ): Promise<IncomingMessage> {
-  const client = url.protocol === 'https:' ? https : http;
-  const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  return new Promise((resolve, reject) => {
-    const req = client.request(
-      {
-        host: address,
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
-        method: init.method,
-        // A fresh socket per request: a pooled one could be to an address checked for another host.
-        agent: false,
-        headers: { 'accept-encoding': 'gzip, deflate, br', ...init.headers, host: url.host },
-        servername: isIP(hostname) ? undefined : hostname,
-        signal: init.signal,
-      },
-      resolve,
-    );
-    req.on('error', (err) => {
-      if (init.signal.aborted) reject(abortError(deadline, timeoutMs));
-      else reject(new FetchFailedError('connection_failed', `${url.host}: ${err.message}`));
-    });
-    req.end(init.body);
-  });
+  try {
+    return await requestCheckedAddress(url, address, { ...init, headers: { 'accept-encoding': 'gzip, deflate, br', ...init.headers } });
+  } catch (err) {
+    // A request Node refuses to build (a header it cannot send) is the caller's error, not the connection's.
+    if (err instanceof TypeError) throw err;
+    if (init.signal.aborted) throw abortError(deadline, timeoutMs);
+    throw new FetchFailedError('connection_failed', `${url.host}: ${(err as Error).message}`);
+  }
 }
 
 function decoded(res: IncomingMessage): Readable {

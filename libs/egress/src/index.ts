@@ -1,4 +1,5 @@
 export * from './address-class';
+export * from './checked-request';
 export * from './domain-rules';
 export * from './egress-guard';
 export * from './guarded-fetch';

@@ -1,8 +1,6 @@
-import http, { IncomingMessage } from 'node:http';
-import https from 'node:https';
-import { isIP } from 'node:net';
+import { IncomingMessage } from 'node:http';
 import { Readable, Transform } from 'node:stream';
-import { DomainRules, EgressGuard, FetchFailedError } from '@app/egress';
+import { DomainRules, EgressGuard, FetchFailedError, requestCheckedAddress } from '@app/egress';
 
 /** What the MCP SDK's transports call to reach a server (its `FetchLike`). */
 export type McpFetch = (url: string | URL, init?: RequestInit) => Promise<Response>;
@@ -48,38 +46,29 @@ export function mcpFetch(guard: EgressGuard, rules: () => Promise<DomainRules>, 
   };
 }
 
-function send(
+/** The request to the checked address, given `headersTimeoutMs` to answer with its headers (the body may stream on). */
+async function send(
   url: URL,
   address: string,
   init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
   headersTimeoutMs: number,
 ): Promise<IncomingMessage> {
-  const client = url.protocol === 'https:' ? https : http;
-  const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  return new Promise((resolve, reject) => {
-    const req = client.request({
-      host: address,
-      port: url.port || undefined,
-      path: `${url.pathname}${url.search}`,
-      method: init.method,
-      // A fresh socket per request: a pooled one could be to an address checked for another host.
-      agent: false,
-      headers: { ...init.headers, host: url.host },
-      servername: isIP(hostname) ? undefined : hostname,
-      signal: init.signal,
-    });
-    const timer = setTimeout(() => req.destroy(new FetchFailedError('timeout', `${url.host} did not answer within ${headersTimeoutMs / 1000} s`)), headersTimeoutMs);
-    req.on('response', (res) => {
-      clearTimeout(timer);
-      resolve(res);
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      if (err instanceof FetchFailedError || err.name === 'AbortError') reject(err);
-      else reject(new FetchFailedError('connection_failed', `${url.host}: ${err.message}`));
-    });
-    req.end(init.body);
-  });
+  const headersDeadline = new AbortController();
+  const timer = setTimeout(
+    () => headersDeadline.abort(new FetchFailedError('timeout', `${url.host} did not answer within ${headersTimeoutMs / 1000} s`)),
+    headersTimeoutMs,
+  );
+  const signal = init.signal ? AbortSignal.any([init.signal, headersDeadline.signal]) : headersDeadline.signal;
+  try {
+    return await requestCheckedAddress(url, address, { ...init, signal });
+  } catch (err) {
+    if (err instanceof TypeError) throw err;
+    if (headersDeadline.signal.aborted) throw headersDeadline.signal.reason;
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new FetchFailedError('connection_failed', `${url.host}: ${(err as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Passes bytes through until `max`, then fails the stream (the SDK sees a broken response). */
