@@ -22,10 +22,13 @@ export async function startExecutor(config?: RunboxConfig, logger: LoggerService
   await app.init();
   const executorId = app.get(SandboxService).executorId;
   transport.attach({ nats: app.get<NatsClient>(NATS_CLIENT), responderId: executorId, queue: EXECUTOR_QUEUE_GROUP });
+  // Announced just before subscribing, so a process that can take a call has always said it
+  // is alive first: a gateway never counts a call this process took as sent into silence. A
+  // call that comes in the moment before the subscriptions are confirmed finds no responder,
+  // and is sent again (ExecutorClient.whileNobodyListens).
+  app.get(ExecutorAnnouncer).start();
   await app.listen();
   app.get(ExecutorHttpServer).markSubscribed();
-  // Announced only once subscribed: a gateway that places a session here finds it answering.
-  app.get(ExecutorAnnouncer).start();
   app.get<Logger>(LOGGER).info({ executorId }, 'executor listening');
   return app;
 }

@@ -12,7 +12,7 @@ import {
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
 import { ExecutorAnnouncements } from '../executors/executor-announcements';
-import { ExecutorRegistry, ExecutorStanding } from '../executors/executor-registry';
+import { ExecutorRegistry, ExecutorStanding, MISSED_HEARTBEATS_FOR_LOSS } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
@@ -131,12 +131,12 @@ export class ExecutorClient extends NatsContractClient {
    */
   private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
     const stopWatching = new AbortController();
-    // Whether the executor may have received the call: not while every try so far found
-    // no responder (it was draining, restarting or reconnecting to NATS), so its silence
-    // then means "nothing ran, try again", not "outcome unknown".
-    let mayHaveArrived = false;
+    // When the attempt now out was sent, unless every try so far found no responder (the
+    // executor was draining, restarting or reconnecting to NATS): its silence then means
+    // "nothing ran, try again", not "outcome unknown".
+    let outSince: number | undefined;
     const send = async (): Promise<ToolCallReply> => {
-      mayHaveArrived = true;
+      outSince = Date.now();
       try {
         return await this.request(
           { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
@@ -144,12 +144,12 @@ export class ExecutorClient extends NatsContractClient {
           { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
         );
       } catch (err) {
-        if (err instanceof NatsTimeoutError && err.noResponders) mayHaveArrived = false;
+        if (err instanceof NatsTimeoutError && err.noResponders) outSince = undefined;
         throw err;
       }
     };
     try {
-      return await Promise.race([this.whileNobodyListens(send, stopWatching.signal), this.silenceOf(executorId, stopWatching.signal, () => mayHaveArrived)]);
+      return await Promise.race([this.whileNobodyListens(send, stopWatching.signal), this.silenceOf(executorId, stopWatching.signal, () => outSince)]);
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
         throw new ExecutorUnavailableError(
@@ -188,18 +188,23 @@ export class ExecutorClient extends NatsContractClient {
   }
 
   /** Rejects once `executorId` is confirmed silent; never settles otherwise. */
-  private silenceOf(executorId: string, stop: AbortSignal, mayHaveArrived: () => boolean): Promise<never> {
+  private silenceOf(executorId: string, stop: AbortSignal, outSince: () => number | undefined): Promise<never> {
     return new Promise((_, reject) => {
       let checking = false;
       const timer = setInterval(() => {
         if (checking || this.executors.standing(executorId).kind === 'serving') return;
+        // A process listening as this executor took the call (no "no responders" came back):
+        // one that has just started may not have announced itself yet, so its silence counts
+        // from when it took the call, not from the last announcement of the one before it.
+        const out = outSince();
+        if (out !== undefined && Date.now() - out <= MISSED_HEARTBEATS_FOR_LOSS * this.heartbeatMs) return;
         checking = true;
         void this.confirmedStanding(executorId).then((standing) => {
           checking = false;
           if (standing.kind === 'serving' || stop.aborted) return;
           clearInterval(timer);
           reject(
-            mayHaveArrived()
+            outSince() !== undefined
               ? new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true)
               : new ExecutorUnavailableError(`executor ${executorId} is not answering (restarting or gone); nothing ran; try again shortly`, false, this.retryAfterSeconds),
           );
