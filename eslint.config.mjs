@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'deploy/**', 'scripts/**', '*.js', '*.mjs', 'prisma.config.ts'] },
+  { ignores: ['dist/**', 'libs/sdk/dist/**', 'apps/cli/bin/**', 'node_modules/**', 'deploy/**', 'scripts/**', '*.js', '*.mjs', 'prisma.config.ts'] },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,0 +1,12 @@
+export { Runbox, DEFAULT_BASE_URL } from './client';
+export type { RunboxOptions } from './client';
+export * from './errors';
+export { Runs } from './runs';
+export type { CreateRunOptions, StreamOptions, WaitOptions } from './runs';
+export { Session, Sessions, SessionTools, SessionFiles, SessionCommands } from './sessions';
+export type { CommandResult, FileData, FileEntry, RunCommandOptions } from './sessions';
+export { PagedList } from './pagination';
+export type { ListPage } from './pagination';
+export type { RequestOptions } from './transport';
+export * from './types';
+export { SDK_VERSION } from './version';
