@@ -6,6 +6,7 @@ import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AdminModule } from './admin/admin.module';
 import { DelegationModule } from './delegation/delegation.module';
+import { FilesModule } from './files/files.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
 import { McpModule } from './mcp/mcp.module';
@@ -83,6 +84,7 @@ const FEATURES = [
   AdminModule,
   ToolsModule,
   SessionsModule,
+  FilesModule,
   ServersModule,
   WebModule,
   McpModule,
