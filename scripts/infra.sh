@@ -6,7 +6,7 @@
 #   scripts/infra.sh up     install what is missing, start what is down
 #   scripts/infra.sh down   stop what this script started (by the pids it recorded)
 #   scripts/infra.sh test-tools   install what only the tests use (LibreOffice, Ghostscript,
-#                                 OpenSSH's server)
+#                                 OpenSSH's server, util-linux's script)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -45,6 +45,8 @@ ensure_test_packages() {
   local missing=()
   have soffice || missing+=(libreoffice-writer-nogui)
   have gs || missing+=(ghostscript)
+  # `script` gives the CLI tests a pseudo-terminal (interactive approvals).
+  have script || missing+=(bsdutils)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   ensure_sshd
 }

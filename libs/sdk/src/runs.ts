@@ -124,10 +124,14 @@ export class Runs {
   }
 }
 
-/** Errors fetch's body stream throws when the connection breaks mid-answer. */
+/**
+ * Errors fetch's body stream throws when the connection breaks mid-answer. Checked by shape,
+ * not instanceof: fetch may come from another realm (a test runner's sandbox, a polyfill).
+ */
 function isNetworkError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  if (err.name === 'TypeError' && /terminated|fetch failed|network/i.test(err.message)) return true;
-  const code = (err as { code?: unknown }).code ?? (err as { cause?: { code?: unknown } }).cause?.code;
-  return typeof code === 'string' && /^(ECONNRESET|EPIPE|ECONNREFUSED|UND_ERR_SOCKET|UND_ERR_CLOSED|ETIMEDOUT)$/.test(code);
+  if (typeof err !== 'object' || err === null) return false;
+  const { name, message, code, cause } = err as { name?: unknown; message?: unknown; code?: unknown; cause?: { code?: unknown } };
+  if (name === 'TypeError' && typeof message === 'string' && /terminated|fetch failed|network/i.test(message)) return true;
+  const errno = code ?? cause?.code;
+  return typeof errno === 'string' && /^(ECONNRESET|EPIPE|ECONNREFUSED|UND_ERR_SOCKET|UND_ERR_CLOSED|ETIMEDOUT)$/.test(errno);
 }

@@ -123,9 +123,13 @@ export class SessionFiles {
     return res.body;
   }
 
-  /** Writes a file (parent folders are created), replacing what was there. */
-  write(path: string, data: FileData, options: RequestOptions = {}): Promise<FileWriteResult> {
-    const body = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+  /**
+   * Writes a file (parent folders are created), replacing what was there. The server needs
+   * the size up front, so a ReadableStream is read into memory first: for big files pass a
+   * Blob, which is sent as it is read (in Node, `await fs.openAsBlob(path)`).
+   */
+  async write(path: string, data: FileData, options: RequestOptions = {}): Promise<FileWriteResult> {
+    const body = typeof data === 'string' ? new TextEncoder().encode(data) : data instanceof ReadableStream ? await new Response(data).blob() : data;
     return this.transport.json<FileWriteResult>({ ...options, method: 'PUT', path: this.path(path), body });
   }
 

@@ -118,9 +118,8 @@ async function errorOf(res: Response) {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof Error) {
-    const cause = (err as { cause?: unknown }).cause;
-    return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
-  }
-  return String(err);
+  // By shape: fetch's errors may come from another realm, where instanceof Error fails.
+  const { message, cause } = (typeof err === 'object' && err !== null ? err : {}) as { message?: unknown; cause?: { message?: unknown } };
+  if (typeof message !== 'string') return String(err);
+  return typeof cause?.message === 'string' ? `${message} (${cause.message})` : message;
 }

@@ -1,4 +1,4 @@
-import { Runbox, ToolCallApprovalRequiredEvent, TERMINAL_RUN_STATUSES, type CreateRunBody, type Run } from '@runbox/sdk';
+import { Runbox, TERMINAL_RUN_STATUSES, type CreateRunBody, type PendingApproval, type Run } from '@runbox/sdk';
 import { CliContext, UsageError } from '../context';
 import { EXIT } from '../exit-codes';
 import { ask } from '../prompt';
@@ -56,7 +56,6 @@ export function exitCodeOf(run: Run): number {
 export async function followRun(ctx: CliContext, rb: Runbox, runId: string): Promise<number> {
   const progress = new RunProgress(ctx.io.stderr, ctx.err, !ctx.flags.json && ctx.io.stderr.isTTY === true);
   const stop = new AbortController();
-  const pending = new Map<string, ToolCallApprovalRequiredEvent>();
   let cancelling = false;
   const onInterrupt = () => {
     if (cancelling) return stop.abort(new Error('interrupted'));
@@ -68,17 +67,17 @@ export async function followRun(ctx: CliContext, rb: Runbox, runId: string): Pro
   try {
     for await (const event of rb.runs.stream(runId, { signal: stop.signal })) {
       if (!ctx.flags.json) progress.onEvent(event);
-      if (event.type === 'tool_call.approval_required') pending.set(event.data.tool_call_id, event);
-      if (event.type === 'tool_call.approved' || event.type === 'tool_call.denied' || event.type === 'tool_call.completed') pending.delete(event.data.tool_call_id);
       if (event.type === 'message.created' && event.data.role === 'assistant') progress.setUsage((await rb.runs.get(runId)).usage);
       if (event.type !== 'run.requires_approval') continue;
+      // The run as it is now: a followed run's history replays waits that were decided since.
+      const run = await rb.runs.get(runId);
+      if (run.status !== 'requires_approval') continue;
       if (!ctx.interactive || ctx.flags.json) {
         progress.stop();
-        return reportWaiting(ctx, await rb.runs.get(runId));
+        return reportWaiting(ctx, run);
       }
       progress.clearStatus();
-      for (const call of [...pending.values()]) await decide(ctx, rb, runId, call);
-      pending.clear();
+      for (const call of run.pending_approvals ?? []) await decide(ctx, rb, runId, call);
     }
   } finally {
     process.off('SIGINT', onInterrupt);
@@ -88,23 +87,24 @@ export async function followRun(ctx: CliContext, rb: Runbox, runId: string): Pro
   return reportEnd(ctx, run, progress);
 }
 
-async function decide(ctx: CliContext, rb: Runbox, runId: string, call: ToolCallApprovalRequiredEvent): Promise<void> {
+/** Asks about one waiting call (of this run or of a sub-run: the run takes both) and sends the answer. */
+async function decide(ctx: CliContext, rb: Runbox, runId: string, call: PendingApproval): Promise<void> {
   const { stdin, stderr } = ctx.io;
-  ctx.note(`${ctx.err.yellow('?')} ${ctx.err.bold(describeCall(call.data.name, call.data.arguments ?? {}, 200))}`);
-  if (call.data.reason) ctx.note(ctx.err.dim(`  ${oneLine(call.data.reason, 200)}`));
+  ctx.note(`${ctx.err.yellow('?')} ${ctx.err.bold(describeCall(call.name, call.arguments ?? {}, 200))}`);
+  if (call.reason) ctx.note(ctx.err.dim(`  ${oneLine(call.reason, 200)}`));
   for (;;) {
     const answer = (await ask(stdin, stderr, '  approve? [y]es / [n]o / [r]eason to deny: ')).toLowerCase();
     if (answer === 'y' || answer === 'yes') {
-      await rb.runs.approve(runId, call.data.tool_call_id);
+      await rb.runs.approve(runId, call.tool_call_id);
       return;
     }
     if (answer === 'n' || answer === 'no') {
-      await rb.runs.deny(runId, call.data.tool_call_id);
+      await rb.runs.deny(runId, call.tool_call_id);
       return;
     }
     if (answer === 'r' || answer === 'reason') {
       const reason = await ask(stdin, stderr, '  reason: ');
-      await rb.runs.deny(runId, call.data.tool_call_id, reason ? { reason } : {});
+      await rb.runs.deny(runId, call.tool_call_id, reason ? { reason } : {});
       return;
     }
   }
