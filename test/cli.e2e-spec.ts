@@ -194,7 +194,11 @@ describe('runbox CLI', () => {
     expect(logs[0]).toMatchObject({ id: 1, type: 'run.queued' });
     expect(logs[logs.length - 1]).toMatchObject({ type: 'run.completed', data: { output: 'listed' } });
 
+    const sessions = JSON.parse((await cli(['sessions', 'list', '--json'])).stdout);
+    expect(sessions.map((s: { id: string }) => s.id)).toContain(session.id);
+    expect((await cli(['sessions', 'list'])).stdout).toContain(session.id);
     expect((await cli(['sessions', 'rm', session.id])).code).toBe(0);
+    expect(JSON.parse((await cli(['sessions', 'list', '--json'])).stdout).map((s: { id: string }) => s.id)).not.toContain(session.id);
     const gone = await cli(['runs', 'show', 'run_doesnotexist000000', '--json']);
     expect(gone.code).toBe(1);
     expect(JSON.parse(gone.stdout)).toMatchObject({ error: { code: 'not_found', status: 404 } });
