@@ -19,7 +19,7 @@ interface RunningCall {
  */
 export class RunProgress {
   private readonly running = new Map<string, RunningCall>();
-  private readonly startedAt = Date.now();
+  private readonly startedAt: number;
   private tokens = 0;
   private frame = 0;
   private statusShown = false;
@@ -31,6 +31,7 @@ export class RunProgress {
     private readonly live: boolean,
     private readonly now: () => number = Date.now,
   ) {
+    this.startedAt = now();
     if (live) {
       this.timer = setInterval(() => this.drawStatus(), FRAME_MS);
       this.timer.unref();
