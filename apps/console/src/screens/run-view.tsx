@@ -1,4 +1,4 @@
-import { FormEvent, useEffect, useReducer, useState } from 'react';
+import { FormEvent, useEffect, useState } from 'react';
 import { request, requestBlob, seg } from '../api';
 import { Age, ErrorNote, Json, LongText, Section, StatusBadge } from '../components';
 import { useAction, useLoad } from '../hooks';
@@ -10,8 +10,7 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /** One run: its state, its timeline as it happens, and the controls (cancel, approvals). */
 export function RunView({ token, runId }: { token: string; runId: string }) {
-  const [refresh, bump] = useReducer((n: number) => n + 1, 0);
-  const run = useLoad((signal) => request<Run>(token, `/v1/runs/${seg(runId)}`, { signal }), `${runId}:${refresh}`);
+  const run = useLoad((signal) => request<Run>(token, `/v1/runs/${seg(runId)}`, { signal }), runId);
   const cancel = useAction();
   const r = run.data;
   return (
@@ -22,7 +21,7 @@ export function RunView({ token, runId }: { token: string; runId: string }) {
           r && !TERMINAL.has(r.status) ? (
             <button type="button" className="danger" disabled={cancel.busy} onClick={() => void cancel.run(async () => {
               await request(token, `/v1/runs/${seg(runId)}/cancel`, { method: 'POST', body: {} });
-              bump();
+              run.reload();
             })}>
               Cancel run
             </button>
@@ -49,7 +48,7 @@ export function RunView({ token, runId }: { token: string; runId: string }) {
         )}
       </Section>
       <Section title="Timeline">
-        <RunTimeline token={token} runId={runId} sessionId={r?.session_id} onChange={bump} />
+        <RunTimeline token={token} runId={runId} sessionId={r?.session_id} onChange={run.reload} />
       </Section>
     </>
   );

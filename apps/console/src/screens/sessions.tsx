@@ -25,7 +25,7 @@ export function SessionsList({ token }: { token: string }) {
                   <td>{s.sandbox?.state ?? '—'}</td>
                   <td><Age at={s.created_at} /></td>
                   <td>
-                    <DeleteSessionButton token={token} id={s.id} busy={remove.busy} onDelete={(id) => remove.run(async () => {
+                    <DeleteSessionButton id={s.id} busy={remove.busy} onDelete={(id) => remove.run(async () => {
                       await request(token, `/v1/sessions/${seg(id)}`, { method: 'DELETE' });
                       sessions.reload();
                     })} />
@@ -41,7 +41,7 @@ export function SessionsList({ token }: { token: string }) {
 }
 
 /** Deleting removes the sandbox and its workspace for good, so it asks once more. */
-function DeleteSessionButton({ id, busy, onDelete }: { token: string; id: string; busy: boolean; onDelete: (id: string) => Promise<void> }) {
+function DeleteSessionButton({ id, busy, onDelete }: { id: string; busy: boolean; onDelete: (id: string) => Promise<void> }) {
   const [confirming, setConfirming] = useState(false);
   if (!confirming) return <button type="button" className="danger" disabled={busy} onClick={() => setConfirming(true)} aria-label={`Delete session ${id}`}>Delete</button>;
   return (
@@ -61,7 +61,7 @@ export function SessionView({ token, sessionId }: { token: string; sessionId: st
   return (
     <>
       <Section title={`Session ${sessionId}`} actions={
-        <DeleteSessionButton token={token} id={sessionId} busy={remove.busy} onDelete={(id) => remove.run(async () => {
+        <DeleteSessionButton id={sessionId} busy={remove.busy} onDelete={(id) => remove.run(async () => {
           await request(token, `/v1/sessions/${seg(id)}`, { method: 'DELETE' });
           go('sessions');
         })} />
