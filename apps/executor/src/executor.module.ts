@@ -31,6 +31,9 @@ import { ToolCallHandler } from './tools/tool-call.handler';
 import { ExecutorAnnouncer } from './registration/executor-announcer';
 import { ExecutorRegistrationController } from './registration/executor-registration.controller';
 import { runboxVersion } from './registration/executor-version';
+import { ContainerArchives } from './workspace-files/container-archives';
+import { WorkspaceFilesController } from './workspace-files/workspace-files.controller';
+import { WorkspaceFilesHandler } from './workspace-files/workspace-files.handler';
 
 const EXECUTOR_ID = Symbol('EXECUTOR_ID');
 
@@ -110,6 +113,11 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
         new McpStdioHandler(s, { maxProcesses: c.RUNBOX_MCP_STDIO_MAX_PROCESSES, idleSeconds: c.RUNBOX_MCP_STDIO_IDLE_SECONDS }, l),
     },
     {
+      provide: WorkspaceFilesHandler,
+      inject: [Docker, NATS_CLIENT, SandboxService, LOGGER],
+      useFactory: (docker: Docker, n: NatsClient, s: SandboxService, l: Logger) => new WorkspaceFilesHandler(s, new ContainerArchives(docker), n.connection, l),
+    },
+    {
       provide: SessionReleaseHandler,
       inject: [SandboxService],
       useFactory: (s: SandboxService) => new SessionReleaseHandler(s),
@@ -128,7 +136,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     ContractExceptionFilter,
   ],
   // One controller per subject group; NatsContractServer (executor.app.ts) subscribes their patterns.
-  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController, ExecutorRegistrationController],
+  controllers: [ToolCallController, SessionReleaseController, ExecutorPingController, McpStdioController, WorkspaceFilesController, ExecutorRegistrationController],
 })
 class ExecutorCoreModule implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   constructor(

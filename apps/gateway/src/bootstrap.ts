@@ -36,10 +36,10 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   app.useGlobalInterceptors(new UndeclaredQueryInterceptor());
   const limits = { maxDepth: config.RUNBOX_MAX_JSON_DEPTH, maxStringChars: config.RUNBOX_MAX_JSON_STRING_CHARS };
   app.use(takeUndecodablePathSegmentsLiterally);
-  app.use(requireJsonBody);
+  app.use(unlessRawBody(requireJsonBody));
   // Our own JSON parser, so a malformed, oversized or over-deep body is answered by the same
   // filter (400 invalid_json, 413, 400 naming the limit) rather than by the framework's.
-  app.use(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false, type: JSON_TYPES, verify: (_req, _res, buf) => checkJsonLimits(buf, limits) }));
+  app.use(unlessRawBody(json({ limit: config.RUNBOX_MAX_BODY_BYTES, strict: false, type: JSON_TYPES, verify: (_req, _res, buf) => checkJsonLimits(buf, limits) })));
   app.use((err: unknown, _req: Request, res: Response, next: NextFunction) => (err ? errors.reply(err, res) : next()));
   app.use(enterRequestContext);
   answerUnparseableRequestsWithJson(app.getHttpServer() as Server);
@@ -62,6 +62,20 @@ function outlastClientsOnIdleConnections(server: Server): void {
   server.keepAliveTimeout = 65_000;
   // Node wants the headers timeout above the keep-alive one.
   server.headersTimeout = 66_000;
+}
+
+/**
+ * Uploads of workspace files (PUT /v1/sessions/{id}/files/..., POST /v1/sessions/{id}/archive)
+ * carry raw bytes of any type, streamed by their controller with its own size cap.
+ */
+function isRawBodyRoute(req: Request): boolean {
+  if (req.method === 'PUT') return /^\/v1\/sessions\/[^/]+\/files\/./.test(req.path);
+  if (req.method === 'POST') return /^\/v1\/sessions\/[^/]+\/archive\/?$/.test(req.path);
+  return false;
+}
+
+function unlessRawBody(middleware: (req: Request, res: Response, next: NextFunction) => void) {
+  return (req: Request, res: Response, next: NextFunction) => (isRawBodyRoute(req) ? next() : middleware(req, res, next));
 }
 
 /** A body that is not JSON is refused (415) rather than silently ignored. */

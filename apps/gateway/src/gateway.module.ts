@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { AdminModule } from './admin/admin.module';
 import { ConsoleModule } from './console/console.module';
 import { DelegationModule } from './delegation/delegation.module';
+import { FilesModule } from './files/files.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
 import { McpModule } from './mcp/mcp.module';
@@ -84,6 +85,7 @@ const FEATURES = [
   AdminModule,
   ToolsModule,
   SessionsModule,
+  FilesModule,
   ServersModule,
   WebModule,
   McpModule,

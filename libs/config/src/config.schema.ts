@@ -175,6 +175,8 @@ export const configSchema = z.object({
   RUNBOX_MCP_STDIO_MAX_PROCESSES: z.coerce.number().int().min(1).max(64).default(4),
   /** A stdio MCP server process nobody read from or wrote to for this long is stopped. */
   RUNBOX_MCP_STDIO_IDLE_SECONDS: z.coerce.number().int().positive().default(600),
+  /** Largest file a PUT /v1/sessions/{id}/files/... takes, and bytes a tar import may unpack (docs/files-api.md). */
+  RUNBOX_FILES_MAX_BYTES: z.coerce.number().int().positive().default(268_435_456),
   RUNBOX_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
   /** Deepest nesting of arrays and objects a JSON body may have. */
   RUNBOX_MAX_JSON_DEPTH: z.coerce.number().int().min(2).max(1000).default(32),

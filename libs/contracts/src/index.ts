@@ -11,3 +11,4 @@ export * from './run-cancel/run-cancel.contract';
 export * from './tenant-limits';
 export * from './vps-transfer/vps-transfer.contract';
 export * from './mcp-stdio/mcp-stdio.contract';
+export * from './workspace-files/workspace-files.contract';

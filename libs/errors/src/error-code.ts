@@ -8,6 +8,10 @@ export enum ErrorCode {
   Conflict = 'conflict',
   PayloadTooLarge = 'payload_too_large',
   UnsupportedMediaType = 'unsupported_media_type',
+  /** A raw upload without Content-Length: its size must be known before the first byte is stored. */
+  LengthRequired = 'length_required',
+  /** The session's backend (a saved SSH server, the local backend) does not offer what was asked. */
+  UnsupportedBackend = 'unsupported_backend',
   RateLimited = 'rate_limited',
   QuotaExceeded = 'quota_exceeded',
   Unavailable = 'service_unavailable',
@@ -27,6 +31,8 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   [ErrorCode.Conflict]: 409,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnsupportedMediaType]: 415,
+  [ErrorCode.LengthRequired]: 411,
+  [ErrorCode.UnsupportedBackend]: 409,
   [ErrorCode.RateLimited]: 429,
   [ErrorCode.QuotaExceeded]: 429,
   [ErrorCode.Unavailable]: 503,

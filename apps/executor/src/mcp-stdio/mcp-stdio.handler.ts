@@ -14,17 +14,8 @@ import {
 } from '@app/contracts';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ChannelClosedError, ChannelTimeoutError, ProtocolViolationError } from '../sandbox/agent-channel';
-import { SandboxQuotaError } from '../sandbox/sandbox-quota';
-import {
-  BackendDisabledError,
-  BackendMismatchError,
-  CallTarget,
-  NoSandboxHeldError,
-  SandboxService,
-  SandboxUnavailableError,
-  SessionNotFoundError,
-} from '../sandbox/sandbox.service';
+import { sandboxFailure } from '../sandbox/sandbox-failure';
+import { CallTarget, SandboxService } from '../sandbox/sandbox.service';
 
 /** What the deployment allows each session's stdio servers (RUNBOX_MCP_STDIO_*). */
 export interface McpStdioPolicy {
@@ -110,16 +101,4 @@ export class McpStdioHandler {
 
 function targetOf(req: { tenant_id: string; session_id: string; backend: CallTarget['backend'] }): CallTarget {
   return { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
-}
-
-/** The failures of reaching a sandbox, as reply codes; undefined for anything else (a bug). */
-function sandboxFailure(err: unknown): { code: string; message: string } | undefined {
-  if (!(err instanceof Error)) return undefined;
-  if (err instanceof SessionNotFoundError || err instanceof NoSandboxHeldError) return { code: 'not_found', message: err.message };
-  if (err instanceof SandboxQuotaError) return { code: 'quota_exceeded', message: err.message };
-  if (err instanceof BackendDisabledError) return { code: 'backend_disabled', message: err.message };
-  if (err instanceof BackendMismatchError) return { code: 'backend_mismatch', message: err.message };
-  if (err instanceof SandboxUnavailableError || err instanceof ProtocolViolationError) return { code: 'sandbox_failed', message: err.message };
-  if (err instanceof ChannelClosedError || err instanceof ChannelTimeoutError) return { code: 'sandbox_failed', message: err.message };
-  return undefined;
 }

@@ -13,6 +13,13 @@ const createSessionSchema = z.object({ metadata: metadataSchema.optional(), back
 const toolCallSchema = z.object({ arguments: z.record(z.string(), z.unknown()).default({}) }).strict();
 /** `include_children=true` adds the messages of sub-runs (delegate_task), each marked by its run_id. */
 const messagesQuerySchema = z.object({ include_children: z.enum(['true', 'false']).optional() }).strict();
+const listQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+    /** The previous page's `next_cursor`. */
+    cursor: z.string().min(1).max(512).optional(),
+  })
+  .strict();
 // Built-in names are lower case; tenant-added ones (`petstore__getPet`) are what providers accept.
 const toolNameSchema = z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$/, 'a tool name');
 
@@ -33,9 +40,20 @@ export class SessionsController {
     return { id: session.id, status: session.status, metadata: session.metadata, created_at: session.createdAt.toISOString(), ...backend };
   }
 
+  /** The tenant's live sessions, newest first, a page at a time. */
+  @Get()
+  async list(@TenantId() tenantId: string, @ValidQuery(listQuerySchema) q: z.output<typeof listQuerySchema>) {
+    const page = await this.sessions.list(tenantId, q.limit, q.cursor);
+    const data = await Promise.all(page.sessions.map((session) => this.view(tenantId, session)));
+    return { data, next_cursor: page.nextCursor };
+  }
+
   @Get(':id')
   async get(@TenantId() tenantId: string, @PathId('session') sessionId: string) {
-    const session = await this.sessions.get(tenantId, sessionId);
+    return this.view(tenantId, await this.sessions.get(tenantId, sessionId));
+  }
+
+  private async view(tenantId: string, session: SessionView) {
     const backend = await this.sshBackends.describe(tenantId, session.id);
     return { ...sessionJson(session), ...(backend ? { backend } : {}) };
   }

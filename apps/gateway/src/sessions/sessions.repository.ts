@@ -78,6 +78,26 @@ export class SessionsRepository {
     return rows.length ? { executorId: rows[0].executor_id } : null;
   }
 
+  /**
+   * Live sessions of the tenant, newest first, at most `limit`, starting after `after` (the
+   * last session of the previous page, by creation time then id, which never ties).
+   */
+  async list(tenantId: string, limit: number, after?: { createdAt: Date; id: string }): Promise<SessionView[]> {
+    const rows = await this.db.tenant(tenantId, (tx) =>
+      tx.session.findMany({
+        where: {
+          tenantId,
+          status: 'active',
+          ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+        },
+        include: { sandbox: true },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: limit,
+      }),
+    );
+    return rows.map(toSession);
+  }
+
   async markDeleted(tenantId: string, id: string): Promise<boolean> {
     const res = await this.db.tenant(tenantId, (tx) =>
       tx.session.updateMany({ where: { id, tenantId, status: 'active' }, data: { status: 'deleted', deletedAt: new Date() } }),

@@ -49,6 +49,16 @@ export class SessionsService {
     return session;
   }
 
+  /** A page of the tenant's live sessions, newest first; `cursor` is the previous page's next_cursor. */
+  async list(tenantId: string, limit: number, cursor?: string): Promise<{ sessions: SessionView[]; nextCursor: string | null }> {
+    const after = cursor === undefined ? undefined : decodeSessionCursor(cursor);
+    // One more than asked tells whether another page follows, without a count.
+    const rows = await this.sessions.list(tenantId, limit + 1, after);
+    const sessions = rows.slice(0, limit);
+    const last = sessions[sessions.length - 1];
+    return { sessions, nextCursor: rows.length > limit && last ? encodeSessionCursor(last) : null };
+  }
+
   /**
    * Marks the session deleted (so no run can start on it), cancels its runs that have not
    * ended, then has its executor remove the container and volume.
@@ -113,4 +123,23 @@ export class SessionsService {
       throw err;
     }
   }
+}
+
+/** The position after a session in the newest-first order: opaque to clients (base64url JSON). */
+function encodeSessionCursor(session: SessionView): string {
+  return Buffer.from(JSON.stringify([session.createdAt.toISOString(), session.id])).toString('base64url');
+}
+
+function decodeSessionCursor(cursor: string): { createdAt: Date; id: string } {
+  const invalid = () => AppError.validation('query.cursor: not a cursor this list returned (pass next_cursor as it came)');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string') throw invalid();
+  const createdAt = new Date(parsed[0]);
+  if (Number.isNaN(createdAt.getTime()) || parsed[1].length > 64) throw invalid();
+  return { createdAt, id: parsed[1] };
 }
