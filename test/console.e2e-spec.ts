@@ -34,7 +34,6 @@ describe('console', () => {
 
   const call = (name: string) => page.locator(`[data-testid="call-${name}"]`);
   const badgeOf = (locator: ReturnType<Page['locator']>) => locator.locator('.call-head .badge');
-  const runStatus = () => page.locator('[data-testid="run-status"]');
   const waitText = (selector: string, text: string | RegExp) => page.locator(selector, { hasText: text }).first().waitFor({ timeout: SHOWN_MS });
 
   /** Screenshot and accessibility check of the screen as it is now. */
@@ -138,11 +137,14 @@ describe('console', () => {
     await page.getByRole('button', { name: 'Start' }).click();
 
     await badgeOf(call('write_file')).filter({ hasText: 'completed' }).waitFor({ timeout: SHOWN_MS });
-    // The model's next answer is held: the call was drawn from the live stream, not a reload of a finished run.
-    expect(await runStatus().innerText()).toMatch(/running/);
-    expect(await call('write_file').innerText()).toContain('notes/hello.txt');
+    // The model's next answer is held, so the run cannot have ended: the call was drawn
+    // from the live stream, not from a reload of a finished run.
     firstRun = decodeURIComponent(page.url().split('#/runs/')[1]);
     expect(firstRun).toMatch(/^run_/);
+    expect((await stack.request('GET', `/v1/runs/${firstRun}`, { key: a.apiKey })).body.status).toBe('running');
+    expect(await page.locator('.event.end').count()).toBe(0);
+    await waitText('[data-testid="run-status"]', 'running');
+    expect(await call('write_file').innerText()).toContain('notes/hello.txt');
     await checkScreen('04-run-live');
 
     releaseLive.resolve();

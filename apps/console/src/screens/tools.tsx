@@ -67,7 +67,8 @@ async function optional<T>(p: Promise<T>): Promise<T | 'off'> {
 }
 
 function firstSentence(text: string): string {
-  const end = text.search(/\.(\s|$)/);
+  // A full stop before a capital or the end: "e.g. `src/**`" does not end a sentence.
+  const end = text.search(/\.(\s+[A-Z(]|$)/);
   return end > 0 && end < 160 ? text.slice(0, end + 1) : text.slice(0, 160);
 }
 
@@ -102,7 +103,7 @@ function SavedToolSwitches({ adminToken, tools }: { adminToken: string; tools: T
       </select>
       {tenantId && tenant.data && (
         <fieldset className="switches">
-          <legend>Tools the tenant&apos;s runs may use (a run can still enable a tool switched off here)</legend>
+          <legend>Tools the tenant&apos;s runs may use (saved as run_defaults.disabled; a run or key that sets its own disabled list replaces it)</legend>
           {tools.map((t) => (
             <label key={t.name} className="switch">
               <input type="checkbox" role="switch" checked={!disabled.has(t.name)} disabled={action.busy} onChange={(e) => void toggle(t.name, e.target.checked)} />
