@@ -78,6 +78,7 @@ if ! present "$RUNBOX_IMAGE"; then
   for app in gateway executor; do
     [ -f "$RUNBOX_ROOT/dist/apps/$app/apps/$app/src/main.js" ] || die "dist/ has no $app: run ./runbox images, which builds it first"
   done
+  [ -f "$RUNBOX_ROOT/dist/console/app.js" ] || die "dist/ has no console: run ./runbox images, which builds it first"
   ctx=$(mktemp -d /tmp/runbox-image.XXXXXX)
   trap 'rm -rf "$ctx"' EXIT
   cp -r "$HERE/runbox/." "$ctx/"
@@ -86,6 +87,8 @@ if ! present "$RUNBOX_IMAGE"; then
   mkdir -p "$ctx/app/scripts" "$ctx/app/dist/apps"
   cp "$RUNBOX_ROOT/scripts/prisma.js" "$ctx/app/scripts/"
   cp -r "$RUNBOX_ROOT/dist/apps/gateway" "$RUNBOX_ROOT/dist/apps/executor" "$ctx/app/dist/apps/"
+  # The web console's bundle, served by the gateway at /console.
+  cp -r "$RUNBOX_ROOT/dist/console" "$ctx/app/dist/"
   # Production packages only, from npm's cache (the development install just filled it).
   log "installing production npm packages for the image"
   (cd "$ctx/app" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --prefer-offline --loglevel=error >"$LOGS/image-npm.log" 2>&1) \

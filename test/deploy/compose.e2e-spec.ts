@@ -113,6 +113,14 @@ describe('the Compose stack', () => {
     expect(await workspaceLoopDevices()).toEqual([]);
   });
 
+  it('serves the web console from the image, under its content security policy', async () => {
+    const res = await fetch(`${baseUrl}/console`, { signal: AbortSignal.timeout(30_000) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await res.text()).toContain('/console/app.js');
+    expect((await fetch(`${baseUrl}/console/app.js`, { signal: AbortSignal.timeout(30_000) })).status).toBe(200);
+  });
+
   it("reports every long-running service healthy by its image's health check, the migration exited", async () => {
     const expected = { postgres: 'healthy', nats: 'healthy', engine: 'healthy', executor: 'healthy', gateway: 'healthy', migrate: 'exited 0' };
     const health = await eventually('every service healthy', async () => {

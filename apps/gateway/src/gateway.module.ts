@@ -5,6 +5,7 @@ import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AdminModule } from './admin/admin.module';
+import { ConsoleModule } from './console/console.module';
 import { DelegationModule } from './delegation/delegation.module';
 import { FilesModule } from './files/files.module';
 import { HealthModule } from './health/health.module';
@@ -98,6 +99,7 @@ const FEATURES = [
   SkillsModule,
   HealthModule,
   MetricsModule,
+  ConsoleModule,
 ];
 
 @Module({})

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { DomainRules } from '@app/egress';
 import { AppError } from '@app/errors';
 import { AdminGuard } from '../auth/admin.guard';
-import { PathId, ValidBody } from '../common/validation/request-parts';
+import { PathId, ValidBody, ValidQuery } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
-import { createApiKeySchema, createTenantSchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
+import { createApiKeySchema, createTenantSchema, listTenantsQuerySchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
 import { ToolRegistry } from '../tools/tool-registry';
 import { EgressRulesRepository } from '../web/egress-rules.repository';
@@ -22,6 +22,13 @@ export class AdminController {
   @Post('tenants')
   async createTenant(@ValidBody(createTenantSchema) input: z.output<typeof createTenantSchema>) {
     return tenantJson(await this.tenants.create(input.name, input.limits));
+  }
+
+  /** Newest first, without egress rules (read one tenant for those). */
+  @Get('tenants')
+  async listTenants(@ValidQuery(listTenantsQuerySchema) q: z.output<typeof listTenantsQuerySchema>) {
+    const tenants = await this.tenants.list(q.limit);
+    return { data: tenants.map((t) => tenantJson(t)) };
   }
 
   @Get('tenants/:id')

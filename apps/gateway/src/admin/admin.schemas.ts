@@ -12,6 +12,8 @@ export const createTenantSchema = z
   })
   .strict();
 
+export const listTenantsQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }).strict();
+
 /** `run_defaults` replaces the saved defaults as a whole; null clears them. */
 const runDefaultsPatch = runDefaultsSchema.nullable();
 

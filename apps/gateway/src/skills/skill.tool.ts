@@ -7,7 +7,7 @@ import { SkillsRepository } from './skills.repository';
 /** A tenant's library holds at most this many skills of its own. */
 export const MAX_SKILLS = 500;
 const SKILL_MAX_CHARS = 100_000;
-const skillName = z
+export const skillNameSchema = z
   .string()
   .min(1)
   .max(64)
@@ -16,7 +16,7 @@ const skillName = z
 const parameters = z
   .object({
     action: z.enum(['list', 'read', 'write']),
-    name: skillName.optional().describe('read/write: the skill name (lowercase-with-dashes).'),
+    name: skillNameSchema.optional().describe('read/write: the skill name (lowercase-with-dashes).'),
     content: z.string().trim().min(1, 'must not be empty').max(SKILL_MAX_CHARS).optional().describe('write: the whole Markdown document.'),
   })
   .strict()

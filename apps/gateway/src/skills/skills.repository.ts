@@ -25,6 +25,27 @@ export class SkillsRepository {
     );
   }
 
+  /**
+   * The tenant's skills whose name, description or content contains `query` (case-insensitive,
+   * taken literally: % and _ match only themselves), by name.
+   */
+  async search(tenantId: string, query: string, limit: number): Promise<Array<Omit<SkillView, 'content'>>> {
+    const pattern = `%${query.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    return this.db.tenant(tenantId, (tx) =>
+      tx.$queryRaw<Array<Omit<SkillView, 'content'>>>`
+        SELECT name, description, updated_at AS "updatedAt" FROM skills
+        WHERE tenant_id = ${tenantId}
+          AND (name ILIKE ${pattern} ESCAPE '\\' OR description ILIKE ${pattern} ESCAPE '\\' OR content ILIKE ${pattern} ESCAPE '\\')
+        ORDER BY name LIMIT ${limit}`,
+    );
+  }
+
+  /** True when the skill existed and is gone. */
+  async delete(tenantId: string, name: string): Promise<boolean> {
+    const { count } = await this.db.tenant(tenantId, (tx) => tx.skill.deleteMany({ where: { tenantId, name } }));
+    return count > 0;
+  }
+
   async count(tenantId: string): Promise<number> {
     return this.db.tenant(tenantId, (tx) => tx.skill.count({ where: { tenantId } }));
   }

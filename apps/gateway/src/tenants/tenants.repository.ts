@@ -55,6 +55,12 @@ export class TenantsRepository implements ApiKeyStore {
     return row ? toTenant(row) : null;
   }
 
+  /** Every tenant, newest first. */
+  async list(limit: number): Promise<TenantView[]> {
+    const rows = await this.db.system((tx) => tx.tenant.findMany({ orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit }));
+    return rows.map(toTenant);
+  }
+
   async findByName(name: string): Promise<TenantView | null> {
     const row = await this.db.system((tx) => tx.tenant.findUnique({ where: { name } }));
     return row ? toTenant(row) : null;

@@ -25,6 +25,10 @@ export class TenantsService {
     return tenant;
   }
 
+  list(limit: number): Promise<TenantView[]> {
+    return this.tenants.list(limit);
+  }
+
   /** Changes some limits: a number sets one, null removes it, others stay as they are. */
   async updateLimits(id: string, patch: TenantLimitsPatch): Promise<TenantView> {
     const tenant = await this.tenants.updateLimits(id, (current) => applyLimitsPatch(current, patch));
