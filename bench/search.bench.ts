@@ -250,13 +250,13 @@ function print(figures: Figures): void {
   const p50 = (s: number[] | undefined) => (s ? percentile(s, 50) : NaN);
   console.log('p50 / p99 in ms (samples); ratios of p50');
   console.log(
-    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'functions'.padEnd(20)}${'rls (before)'.padEnd(22)}${'plain (owner)'.padEnd(20)}${'before/after'.padEnd(14)}after/plain`,
+    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'functions'.padEnd(24)}${'rls (before)'.padEnd(24)}${'plain (owner)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
   );
   for (const [search, byQuery] of Object.entries(figures)) {
     for (const [query, f] of Object.entries(byQuery)) {
       const cell = (s: number[] | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.length ?? 0})`;
       console.log(
-        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.functions).padEnd(20)}${cell(f.rls).padEnd(22)}${cell(f.plain).padEnd(20)}` +
+        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.functions).padEnd(24)}${cell(f.rls).padEnd(24)}${cell(f.plain).padEnd(24)}` +
           `${(p50(f.rls) / p50(f.functions)).toFixed(1).padEnd(14)}${(p50(f.functions) / p50(f.plain)).toFixed(2)}`,
       );
     }
