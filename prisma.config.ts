@@ -1,8 +1,9 @@
 // Prisma CLI configuration. The CLI migrates through its bundled WASM schema engine and
-// the pg driver adapter, so no engine binary is downloaded: installs work air-gapped.
+// the pg driver adapter, so no engine binary is downloaded: installs work air-gapped. The
+// adapter sends each migration script whole (function bodies and DO blocks hold semicolons).
 import path from 'node:path';
 import { defineConfig } from 'prisma/config';
-import { PrismaPg } from '@prisma/adapter-pg';
+import { WholeScriptPrismaPg } from './libs/persistence/src/whole-script-migrations';
 
 export default defineConfig({
   experimental: { adapter: true },
@@ -10,5 +11,5 @@ export default defineConfig({
   schema: path.join('prisma', 'schema.prisma'),
   migrations: { path: path.join('prisma', 'migrations') },
   adapter: async () =>
-    new PrismaPg({ connectionString: process.env.MIGRATION_DATABASE_URL ?? process.env.DATABASE_URL }),
+    new WholeScriptPrismaPg({ connectionString: process.env.MIGRATION_DATABASE_URL ?? process.env.DATABASE_URL }),
 });

@@ -86,6 +86,9 @@ if ! present "$RUNBOX_IMAGE"; then
   cp -r "$RUNBOX_ROOT/package.json" "$RUNBOX_ROOT/package-lock.json" "$RUNBOX_ROOT/prisma" "$RUNBOX_ROOT/prisma.config.ts" "$ctx/app/"
   mkdir -p "$ctx/app/scripts" "$ctx/app/dist/apps"
   cp "$RUNBOX_ROOT/scripts/prisma.js" "$ctx/app/scripts/"
+  # prisma.config.ts's migration adapter (it sends each migration script whole).
+  mkdir -p "$ctx/app/libs/persistence/src"
+  cp "$RUNBOX_ROOT/libs/persistence/src/whole-script-migrations.ts" "$ctx/app/libs/persistence/src/"
   cp -r "$RUNBOX_ROOT/dist/apps/gateway" "$RUNBOX_ROOT/dist/apps/executor" "$ctx/app/dist/apps/"
   # The web console's bundle, served by the gateway at /console.
   cp -r "$RUNBOX_ROOT/dist/console" "$ctx/app/dist/"

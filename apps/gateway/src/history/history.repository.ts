@@ -41,50 +41,34 @@ export class HistoryRepository {
       const hits: HistoryHit[] = [];
       if (query.anyTerms && query.allTerms) {
         // Messages with every word first, then with some: each query stays selective.
-        hits.push(...(await this.ranked(tx, tenantId, query.allTerms, query.anyTerms, limit, excludeRunId, [])));
+        hits.push(...(await this.ranked(tx, query.allTerms, query.anyTerms, limit, excludeRunId, [])));
         if (hits.length < limit && query.terms.length > 1) {
           const found = hits.map((h) => h.messageId);
-          hits.push(...(await this.ranked(tx, tenantId, query.anyTerms, query.anyTerms, limit - hits.length, excludeRunId, found)));
+          hits.push(...(await this.ranked(tx, query.anyTerms, query.anyTerms, limit - hits.length, excludeRunId, found)));
         }
       }
       if (hits.length < limit && query.text) {
         const found = hits.map((h) => h.messageId);
         const rows = await tx.$queryRaw<Array<HitRow & { content: string }>>`
-          SELECT m.id, m.session_id, m.run_id, m.role, m.created_at, left(m.content, ${SNIPPET_SOURCE_CHARS}) AS content, 1::float AS score
-          FROM messages m
-          JOIN sessions s ON s.id = m.session_id AND s.tenant_id = ${tenantId} AND s.status = 'active'
-          WHERE m.tenant_id = ${tenantId} AND m.role IN ('user', 'assistant')
-            AND m.content ILIKE ${query.likePattern}
-            AND m.run_id IS DISTINCT FROM ${excludeRunId}
-            AND NOT (m.id = ANY(${found}::text[]))
-          ORDER BY m.created_at DESC
-          LIMIT ${limit - hits.length}`;
+          SELECT id, session_id, run_id, role, created_at, left(content, ${SNIPPET_SOURCE_CHARS}) AS content, 1::float AS score
+          FROM search_messages_substring(${query.likePattern}, ${excludeRunId}::text, ${found}::text[], ${limit - hits.length}::int)`;
         hits.push(...rows.map((r) => toHit(r, snippetAround(r.content, query.text), 'fuzzy')));
       }
       return hits;
     });
   }
 
-  /** Messages matching `match`, best first, with a snippet highlighting `highlight`'s words. */
-  private async ranked(tx: Tx, tenantId: string, match: string, highlight: string, limit: number, excludeRunId: string | null, exclude: string[]): Promise<HistoryHit[]> {
-    // Rank and cut first, then build snippets for the few rows kept: ts_headline is costly.
+  /**
+   * Messages matching `match`, best first, with a snippet highlighting `highlight`'s words.
+   * The database's search function ranks and cuts (filtering by the transaction's tenant
+   * itself, so the index answers under row-level security); snippets are built here for the
+   * few rows kept, since ts_headline is costly.
+   */
+  private async ranked(tx: Tx, match: string, highlight: string, limit: number, excludeRunId: string | null, exclude: string[]): Promise<HistoryHit[]> {
     const rows = await tx.$queryRaw<Array<HitRow & { snippet: string }>>`
-      WITH ranked AS (
-        SELECT m.id, m.session_id, m.run_id, m.role, m.created_at, m.content,
-               ts_rank(to_tsvector('english', COALESCE(m.content, '')), q) AS score
-        FROM messages m
-        JOIN sessions s ON s.id = m.session_id AND s.tenant_id = ${tenantId} AND s.status = 'active',
-             to_tsquery('english', ${match}) AS q
-        WHERE m.tenant_id = ${tenantId}
-          AND to_tsvector('english', COALESCE(m.content, '')) @@ q
-          AND m.run_id IS DISTINCT FROM ${excludeRunId}
-          AND NOT (m.id = ANY(${exclude}::text[]))
-        ORDER BY score DESC, m.created_at DESC
-        LIMIT ${limit}
-      )
       SELECT r.id, r.session_id, r.run_id, r.role, r.created_at, r.score,
              ts_headline('english', left(r.content, ${SNIPPET_SOURCE_CHARS}), to_tsquery('english', ${highlight}), ${HEADLINE_OPTIONS}) AS snippet
-      FROM ranked r
+      FROM search_messages(${match}, ${excludeRunId}::text, ${exclude}::text[], ${limit}::int) AS r
       ORDER BY r.score DESC, r.created_at DESC`;
     return rows.map((r) => toHit(r, r.snippet.replace(/\s+/g, ' ').trim(), 'text'));
   }

@@ -65,33 +65,25 @@ export class MemoryRepository {
 
   /**
    * Full-text matches first (rows holding every query word, then by ts_rank); when they are
-   * fewer than `limit`, substring and trigram matches fill the rest.
+   * fewer than `limit`, substring and trigram matches fill the rest. Both run in the database's
+   * search functions, which filter by the transaction's tenant themselves, so the indexes
+   * answer under row-level security (docs/memory-and-retrieval.md#search-at-scale).
    */
   async search(tenantId: string, visibility: MemoryVisibility, query: TextQuery, limit: number): Promise<MemoryHit[]> {
+    const { scope, anyScope } = scopeFilter(visibility);
     return this.db.tenant(tenantId, async (tx) => {
       const hits: MemoryHit[] = [];
       if (query.anyTerms) {
         const rows = await tx.$queryRaw<Array<MemoryRow & { rank: number }>>`
-          SELECT id, scope, content, run_id, created_at,
-                 ts_rank(search, to_tsquery('english', ${query.anyTerms})) AS rank
-          FROM memories
-          WHERE tenant_id = ${tenantId} AND ${visible(visibility)}
-            AND search @@ to_tsquery('english', ${query.anyTerms})
-          ORDER BY (search @@ to_tsquery('english', ${query.allTerms})) DESC, rank DESC, created_at DESC
-          LIMIT ${limit}`;
+          SELECT id, scope, content, run_id, created_at, rank
+          FROM search_memories(${query.anyTerms}, ${query.allTerms}, ${scope}::text, ${anyScope}, ${limit}::int)`;
         hits.push(...rows.map((r) => ({ ...toView(r), match: 'text' as const, score: round(r.rank) })));
       }
       if (hits.length < limit && query.text) {
         const found = hits.map((h) => h.id);
         const rows = await tx.$queryRaw<Array<MemoryRow & { similarity: number }>>`
-          SELECT id, scope, content, run_id, created_at,
-                 GREATEST(word_similarity(${query.text}, content), CASE WHEN content ILIKE ${query.likePattern} THEN 1 ELSE 0 END) AS similarity
-          FROM memories
-          WHERE tenant_id = ${tenantId} AND ${visible(visibility)}
-            AND NOT (id = ANY(${found}::text[]))
-            AND (content ILIKE ${query.likePattern} OR ${query.text} <% content)
-          ORDER BY similarity DESC, created_at DESC
-          LIMIT ${limit - hits.length}`;
+          SELECT id, scope, content, run_id, created_at, similarity
+          FROM search_memories_fuzzy(${query.text}, ${query.likePattern}, ${scope}::text, ${anyScope}, ${found}::text[], ${limit - hits.length}::int)`;
         hits.push(...rows.map((r) => ({ ...toView(r), match: 'fuzzy' as const, score: round(r.similarity) })));
       }
       return hits;
@@ -120,6 +112,11 @@ function visible(v: MemoryVisibility): Prisma.Sql {
   if (v.kind === 'all') return Prisma.sql`TRUE`;
   if (v.scope === null) return Prisma.sql`scope IS NULL`;
   return Prisma.sql`(scope IS NULL OR scope = ${v.scope})`;
+}
+
+/** `visible` as the search functions take it: every scope, or the shared facts plus `scope`'s. */
+function scopeFilter(v: MemoryVisibility): { scope: string | null; anyScope: boolean } {
+  return v.kind === 'all' ? { scope: null, anyScope: true } : { scope: v.scope, anyScope: false };
 }
 
 function toView(r: MemoryRow): MemoryView {

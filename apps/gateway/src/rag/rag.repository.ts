@@ -121,36 +121,30 @@ export class RagRepository {
     return hits;
   }
 
+  /** Runs in the database's search function, so the index answers under row-level security. */
   private async rankedText(tenantId: string, sessionId: string, tsquery: string, limit: number, exclude: string[]): Promise<ChunkHit[]> {
     const rows = await this.db.tenant(tenantId, (tx) =>
       tx.$queryRaw<ChunkRow[]>`
-        SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, q) AS score
-        FROM rag_chunks c, to_tsquery('simple', ${tsquery}) AS q
-        WHERE c.tenant_id = ${tenantId} AND c.session_id = ${sessionId} AND c.search @@ q
-          AND NOT (c.id::text = ANY(${exclude}::text[]))
-        ORDER BY score DESC, c.path, c.start_line
-        LIMIT ${limit}`,
+        SELECT id, path, start_line, end_line, content, score
+        FROM search_rag_chunks(${sessionId}, ${tsquery}, ${exclude}::text[], ${limit}::int)`,
     );
     return rows.map((r) => toHit(r, 'text'));
   }
 
   /**
    * Substring matches: the fallback for text the parser does not split into words (Chinese,
-   * fragments of identifiers). The trigram index serves ILIKE; the hits are unranked, and
-   * not sorted either, so a common substring stops at `limit` rows instead of rechecking
-   * every chunk. Trigram similarity (typos) is left out here: rechecking it on thousands of
-   * multi-kilobyte chunks took seconds when nothing matched (bench/rag.bench.ts).
+   * fragments of identifiers). The trigram index serves ILIKE (inside the search function, so
+   * under row-level security too); the hits are unranked, and not sorted either, so a common
+   * substring stops at `limit` rows instead of rechecking every chunk. Trigram similarity
+   * (typos) is left out here: rechecking it on thousands of multi-kilobyte chunks took
+   * seconds when nothing matched (bench/rag.bench.ts).
    */
   async searchFuzzy(tenantId: string, sessionId: string, query: TextQuery, limit: number, exclude: string[]): Promise<ChunkHit[]> {
     if (!query.text) return [];
     const rows = await this.db.tenant(tenantId, (tx) =>
       tx.$queryRaw<ChunkRow[]>`
-        SELECT c.id, c.path, c.start_line, c.end_line, c.content, 1::float AS score
-        FROM rag_chunks c
-        WHERE c.tenant_id = ${tenantId} AND c.session_id = ${sessionId}
-          AND c.content ILIKE ${query.likePattern}
-          AND NOT (c.id::text = ANY(${exclude}::text[]))
-        LIMIT ${limit}`,
+        SELECT id, path, start_line, end_line, content, 1::float AS score
+        FROM search_rag_chunks_substring(${sessionId}, ${query.likePattern}, ${exclude}::text[], ${limit}::int)`,
     );
     return rows.map((r) => toHit(r, 'fuzzy'));
   }

@@ -1,0 +1,415 @@
+/**
+ * Search at scale under forced row-level security: `./runbox bench search`. Prints figures;
+ * asserts nothing.
+ *
+ * Loads one tenant with SEARCH_BENCH_ROWS rows (default 1,000,000) and nine others with
+ * SEARCH_BENCH_OTHER_ROWS between them (default 9,000,000) into each of `memories`,
+ * `messages` (session_search) and `rag_chunks` (rag_search; the tenant's chunks all in one
+ * session, the worst case), as SQL with generate_series: short texts from a 4,000-word
+ * vocabulary drawn with a heavy head (a few words in many rows, most in few), so full text
+ * has real work to do. Then, for each search and for a two-word query, a rare word, a common
+ * word and a word that matches nothing, three ways on the same data:
+ *
+ * - `functions`: the code path the API uses (MemoryService, HistoryRepository,
+ *   RagSearchService as runbox_app), which calls the security-definer search functions;
+ * - `rls`: the queries as they were before those functions, as runbox_app under forced
+ *   row-level security (the "before");
+ * - `plain`: the same queries as the table owner with row-level security not forced (the
+ *   plain alternative: what the indexes give without any policy).
+ *
+ * The data lives in a database of its own, cloned from the bench template and dropped at
+ * the end (nothing is cached: a rerun loads again). Load time and table sizes are printed.
+ */
+import { createTestDatabase, TestDatabase } from '@app/testing';
+import { PrismaService, Tx } from '@app/persistence';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '@prisma/client';
+import { cpus, loadavg } from 'node:os';
+import { Client } from 'pg';
+import { HistoryRepository } from '../apps/gateway/src/history/history.repository';
+import { MemoryRepository } from '../apps/gateway/src/memory/memory.repository';
+import { MemoryService } from '../apps/gateway/src/memory/memory.service';
+import { RagRepository } from '../apps/gateway/src/rag/rag.repository';
+import { RagSearchService } from '../apps/gateway/src/rag/rag-search.service';
+import { parseTextQuery, TextQuery } from '../apps/gateway/src/search/text-query';
+import { percentile } from './support/stats';
+
+const TENANT_ROWS = Number(process.env.SEARCH_BENCH_ROWS ?? 1_000_000);
+const OTHER_ROWS = Number(process.env.SEARCH_BENCH_OTHER_ROWS ?? 9_000_000);
+const OTHER_TENANTS = 9;
+/** Samples per figure, unless SAMPLE_BUDGET_MS runs out first (the slow "before" queries). */
+const SAMPLES = Number(process.env.SEARCH_BENCH_SAMPLES ?? 30);
+const SAMPLE_BUDGET_MS = 20_000;
+const LIMIT = 10;
+const POOL_TEXTS = Number(process.env.SEARCH_BENCH_POOL_TEXTS ?? 100_000);
+const BENCH_TENANT = 'ten_searchbench';
+const BENCH_SESSION = 'ses_searchbench';
+/** session_search leaves out the searching run's own messages: a run of none of them here. */
+const SEARCHING_RUN = 'run_searchbench';
+const VOCABULARY = vocabulary(4000);
+const TABLES = ['tenants', 'sessions', 'memories', 'messages', 'rag_documents', 'rag_chunks'];
+
+/** Words by frequency rank: 0 is the most common. */
+const QUERIES: Array<{ name: string; text: string }> = [
+  { name: 'two words', text: `${VOCABULARY[400]} ${VOCABULARY[900]}` },
+  { name: 'rare word', text: VOCABULARY[3000] },
+  { name: 'common word', text: VOCABULARY[30] },
+  { name: 'matches nothing', text: 'quuxzyzzy' },
+];
+
+type Search = 'memory' | 'session_search' | 'rag_search';
+type Way = 'functions' | 'rls' | 'plain';
+type Figures = Record<Search, Record<string, Partial<Record<Way, number[]>>>>;
+
+async function main(): Promise<void> {
+  const load = loadavg().map((l) => l.toFixed(1)).join(' ');
+  console.log(
+    `runbox search benchmark: ${TENANT_ROWS.toLocaleString('en')} rows in the tenant, ${OTHER_ROWS.toLocaleString('en')} in ${OTHER_TENANTS} others, ` +
+      `per table (${new Date().toISOString()}; ${cpus().length} CPUs, load average ${load})\n`,
+  );
+  const db = await createTestDatabase();
+  const owner = new Client({ connectionString: db.ownerUrl });
+  await owner.connect();
+  try {
+    await loadData(owner);
+    const figures = await measure(db, owner);
+    print(figures);
+  } finally {
+    await owner.end();
+    await db.drop();
+  }
+}
+
+// --- data -------------------------------------------------------------------------------
+
+async function loadData(owner: Client): Promise<void> {
+  const started = Date.now();
+  const step = async (label: string, sql: string, params: unknown[] = []) => {
+    const t = Date.now();
+    await owner.query(sql, params);
+    console.log(`  ${label}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  };
+  console.log('loading');
+  await owner.query(`SET maintenance_work_mem = '512MB'`);
+  // The owner loads with row-level security not forced (it then bypasses the policies), and
+  // without the secondary indexes, which are built once at the end: far faster than
+  // inserting 10 M rows into GIN indexes. Both are put back before anything is measured.
+  for (const t of TABLES) await owner.query(`ALTER TABLE ${t} NO FORCE ROW LEVEL SECURITY`);
+  const { rows: indexes } = await owner.query<{ name: string; definition: string }>(
+    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+      WHERE schemaname = 'public' AND tablename = ANY($1) AND indexname NOT LIKE '%pkey'`,
+    [['memories', 'messages', 'rag_chunks']],
+  );
+  for (const i of indexes) await owner.query(`DROP INDEX ${i.name}`);
+
+  const others = Array.from({ length: OTHER_TENANTS }, (_, i) => `ten_searchother${i}`);
+  await owner.query(`INSERT INTO tenants (id, name) SELECT t, t FROM unnest($1::text[]) AS t`, [[BENCH_TENANT, ...others]]);
+  // Row g belongs to the bench tenant when g <= TENANT_ROWS, else to one of the others.
+  const tenantOf = `CASE WHEN g <= ${TENANT_ROWS} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (g % ${OTHER_TENANTS}) END`;
+  const total = TENANT_ROWS + OTHER_ROWS;
+  // n words drawn from the vocabulary, the first ranks far more often (rank = N·u³).
+  // (The draw sits in a subquery of its own: inside string_agg the outer `v` would make the
+  // aggregate the outer query's.)
+  const words = (n: string) =>
+    `(SELECT string_agg(w, ' ') FROM (SELECT v[1 + floor(${VOCABULARY.length} * power(random(), 3))::int] AS w FROM generate_series(1, ${n})) AS drawn)`;
+  const vocab = [VOCABULARY];
+
+  const tenantSessions = Math.ceil(TENANT_ROWS / 1000);
+  // Sessions: the bench tenant's messages in sessions of 1,000, the others' likewise; one
+  // more session holds the tenant's retrieval chunks.
+  await step(
+    'sessions',
+    `INSERT INTO sessions (id, tenant_id) SELECT 'ses_sb' || s, CASE WHEN s <= ${tenantSessions} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (s % ${OTHER_TENANTS}) END
+       FROM generate_series(1, ${tenantSessions + Math.ceil(OTHER_ROWS / 1000)}) AS s
+     UNION ALL SELECT '${BENCH_SESSION}', '${BENCH_TENANT}'
+     UNION ALL SELECT 'ses_sbrag' || t, 'ten_searchother' || t FROM generate_series(0, ${OTHER_TENANTS - 1}) AS t`,
+  );
+  // Texts come from pools of POOL_TEXTS drawn texts each (short for memories, longer for
+  // messages, longest for chunks), row g taking text g·7919 mod POOL_TEXTS: drawing every
+  // row's words anew is what made loading slow. Memories add their row number, so no two
+  // facts of a tenant are equal (a unique index holds them apart).
+  const pool = async (name: string, n: string) =>
+    step(`pool ${name} (${POOL_TEXTS.toLocaleString('en')} texts)`, `CREATE TEMP TABLE ${name} AS SELECT i, ${words(n)} AS content FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${POOL_TEXTS - 1}) AS i`, vocab);
+  await pool('short_texts', '6 + i % 14');
+  await pool('medium_texts', '8 + i % 30');
+  await pool('long_texts', '30 + i % 31');
+  await owner.query(`ALTER TABLE long_texts ADD COLUMN search tsvector`);
+  await step('pool long_texts tsvectors', `UPDATE long_texts SET search = setweight(to_tsvector('simple', content), 'B')`);
+  const pick = (table: string, row: string) => `JOIN ${table} AS p ON p.i = (${row}::bigint * 7919) % ${POOL_TEXTS}`;
+  await step(
+    `memories (${total.toLocaleString('en')})`,
+    `INSERT INTO memories (id, tenant_id, content, created_at)
+     SELECT 'mem_sb' || g, ${tenantOf}, p.content || ' (' || g || ')', now() - g * interval '1 second'
+       FROM generate_series(1, ${total}) AS g ${pick('short_texts', 'g')}`,
+  );
+  await step(
+    `messages (${total.toLocaleString('en')})`,
+    `INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, created_at)
+     SELECT 'msg_sb' || g, CASE WHEN s.n <= ${tenantSessions} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (s.n % ${OTHER_TENANTS}) END, 'ses_sb' || s.n, 'run_sb' || s.n,
+            (ARRAY['user', 'assistant', 'tool', 'assistant'])[1 + g % 4], p.content, now() - g * interval '1 second'
+       FROM generate_series(1, ${total}) AS g
+            CROSS JOIN LATERAL (SELECT CASE WHEN g <= ${TENANT_ROWS} THEN 1 + (g - 1) / 1000 ELSE ${tenantSessions} + 1 + (g - ${TENANT_ROWS} - 1) / 1000 END AS n) AS s
+            ${pick('medium_texts', 'g')}`,
+  );
+  // Retrieval: documents of 20 chunks each under a path of words.
+  const docs = Math.ceil(total / 20);
+  await step(
+    `rag_documents (${docs.toLocaleString('en')})`,
+    `INSERT INTO rag_documents (id, tenant_id, session_id, path, sha256, size_bytes, line_count, chunk_count)
+     SELECT 'doc_sb' || d, t.tenant, CASE WHEN t.tenant = '${BENCH_TENANT}' THEN '${BENCH_SESSION}' ELSE 'ses_sbrag' || right(t.tenant, 1) END,
+            'src/' || v[1 + d % 200] || '/' || v[1 + (d * 7) % ${VOCABULARY.length}] || '_' || d || '.ts', 'x', 1, 1, 20
+       FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${docs - 1}) AS d,
+            LATERAL (SELECT CASE WHEN d * 20 + 1 <= ${TENANT_ROWS} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (d % ${OTHER_TENANTS}) END AS tenant) AS t`,
+    vocab,
+  );
+  await step(
+    `rag_chunks (${total.toLocaleString('en')})`,
+    `INSERT INTO rag_chunks (tenant_id, session_id, document_id, path, start_line, end_line, content, search)
+     SELECT d.tenant_id, d.session_id, d.id, d.path, 1 + c.n * 50, 60 + c.n * 50, p.content,
+            setweight(to_tsvector('simple', translate(d.path, '/_.', '   ')), 'A') || p.search
+       FROM rag_documents d CROSS JOIN generate_series(0, 19) AS c(n)
+            ${pick('long_texts', "(substr(d.id, 7)::bigint * 20 + c.n)")}
+      WHERE d.id LIKE 'doc_sb%'`,
+  );
+  for (const i of indexes) await step(`index ${i.name}`, i.definition);
+  for (const t of TABLES) await owner.query(`ALTER TABLE ${t} FORCE ROW LEVEL SECURITY`);
+  await step('vacuum analyze', `VACUUM ANALYZE memories, messages, rag_chunks, rag_documents, sessions`);
+  const { rows: sizes } = await owner.query<{ table: string; size: string }>(
+    `SELECT relname AS table, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relname = ANY($1) ORDER BY relname`,
+    [['memories', 'messages', 'rag_chunks']],
+  );
+  console.log(`  loaded in ${((Date.now() - started) / 1000).toFixed(0)} s; with indexes: ${sizes.map((s) => `${s.table} ${s.size}`).join(', ')}\n`);
+}
+
+// --- measuring --------------------------------------------------------------------------
+
+async function measure(db: TestDatabase, owner: Client): Promise<Figures> {
+  const prisma = await PrismaService.forService({ url: db.appUrl, systemUrl: db.url });
+  const ownerPrisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.ownerUrl }) });
+  const memories = new MemoryService(new MemoryRepository(prisma));
+  const history = new HistoryRepository(prisma);
+  const rag = new RagSearchService(new RagRepository(prisma));
+  const figures: Figures = { memory: {}, session_search: {}, rag_search: {} };
+  const ways: Record<Search, Record<Way, (text: string) => Promise<unknown>>> = {
+    memory: {
+      functions: (text) => memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
+      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyMemory(tx, parseTextQuery(text))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyMemory(tx, parseTextQuery(text))),
+    },
+    session_search: {
+      functions: (text) => history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
+      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyHistory(tx, parseTextQuery(text))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyHistory(tx, parseTextQuery(text))),
+    },
+    rag_search: {
+      functions: (text) => rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
+      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true }))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true }))),
+    },
+  };
+  try {
+    for (const way of ['functions', 'rls', 'plain'] as const) {
+      // The plain alternative: the owner, row-level security not forced, so no policy applies.
+      if (way === 'plain') for (const t of TABLES) await owner.query(`ALTER TABLE ${t} NO FORCE ROW LEVEL SECURITY`);
+      for (const search of Object.keys(ways) as Search[]) {
+        for (const q of QUERIES) {
+          const run = ways[search][way];
+          (figures[search][q.name] ??= {})[way] = await sample(() => run(q.text));
+        }
+      }
+      if (way === 'plain') for (const t of TABLES) await owner.query(`ALTER TABLE ${t} FORCE ROW LEVEL SECURITY`);
+    }
+  } finally {
+    await prisma.close();
+    await ownerPrisma.$disconnect();
+  }
+  return figures;
+}
+
+/**
+ * Times `work` SAMPLES times after one call that warms plans and pages, or fewer when the
+ * calls take long: at least three, and no more once SAMPLE_BUDGET_MS is spent. A call that
+ * alone takes a quarter of the budget (a scan of a million rows) is timed once, cold.
+ */
+async function sample(work: () => Promise<unknown>): Promise<number[]> {
+  const time = async () => {
+    const t = process.hrtime.bigint();
+    await work();
+    return Number(process.hrtime.bigint() - t) / 1e6;
+  };
+  const first = await time();
+  if (first > SAMPLE_BUDGET_MS / 4) return [first];
+  const out: number[] = [];
+  const deadline = Date.now() + SAMPLE_BUDGET_MS;
+  while (out.length < SAMPLES && (out.length < 3 || Date.now() < deadline)) out.push(await time());
+  return out;
+}
+
+function print(figures: Figures): void {
+  const ms = (s: number[] | undefined, p: number) => (s ? percentile(s, p).toFixed(1) : '-');
+  const p50 = (s: number[] | undefined) => (s ? percentile(s, 50) : NaN);
+  console.log('p50 / p99 in ms (samples); ratios of p50');
+  console.log(
+    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'functions'.padEnd(24)}${'rls (before)'.padEnd(24)}${'plain (owner)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
+  );
+  for (const [search, byQuery] of Object.entries(figures)) {
+    for (const [query, f] of Object.entries(byQuery)) {
+      const cell = (s: number[] | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.length ?? 0})`;
+      console.log(
+        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.functions).padEnd(24)}${cell(f.rls).padEnd(24)}${cell(f.plain).padEnd(24)}` +
+          `${(p50(f.rls) / p50(f.functions)).toFixed(1).padEnd(14)}${(p50(f.functions) / p50(f.plain)).toFixed(2)}`,
+      );
+    }
+  }
+}
+
+// --- the queries as they were before the search functions -------------------------------
+
+async function legacyMemory(tx: Tx, q: TextQuery): Promise<unknown[]> {
+  const hits: Array<{ id: string }> = [];
+  if (q.anyTerms) {
+    hits.push(
+      ...(await tx.$queryRawUnsafe<Array<{ id: string }>>(
+        `SELECT id, scope, content, run_id, created_at, ts_rank(search, to_tsquery('english', $2)) AS rank
+           FROM memories
+          WHERE tenant_id = $1 AND TRUE AND search @@ to_tsquery('english', $2)
+          ORDER BY (search @@ to_tsquery('english', $3)) DESC, rank DESC, created_at DESC
+          LIMIT $4`,
+        BENCH_TENANT,
+        q.anyTerms,
+        q.allTerms,
+        LIMIT,
+      )),
+    );
+  }
+  if (hits.length < LIMIT && q.text) {
+    hits.push(
+      ...(await tx.$queryRawUnsafe<Array<{ id: string }>>(
+        `SELECT id, scope, content, run_id, created_at,
+                GREATEST(word_similarity($2, content), CASE WHEN content ILIKE $3 THEN 1 ELSE 0 END) AS similarity
+           FROM memories
+          WHERE tenant_id = $1 AND TRUE AND NOT (id = ANY($4::text[])) AND (content ILIKE $3 OR $2 <% content)
+          ORDER BY similarity DESC, created_at DESC
+          LIMIT $5`,
+        BENCH_TENANT,
+        q.text,
+        q.likePattern,
+        hits.map((h) => h.id),
+        LIMIT - hits.length,
+      )),
+    );
+  }
+  return hits;
+}
+
+async function legacyHistory(tx: Tx, q: TextQuery): Promise<unknown[]> {
+  const ranked = (match: string, limit: number, exclude: string[]) =>
+    tx.$queryRawUnsafe<Array<{ id: string }>>(
+      `WITH ranked AS (
+         SELECT m.id, m.session_id, m.run_id, m.role, m.created_at, m.content,
+                ts_rank(to_tsvector('english', COALESCE(m.content, '')), q) AS score
+           FROM messages m
+           JOIN sessions s ON s.id = m.session_id AND s.tenant_id = $1 AND s.status = 'active',
+                to_tsquery('english', $2) AS q
+          WHERE m.tenant_id = $1 AND to_tsvector('english', COALESCE(m.content, '')) @@ q
+            AND m.run_id IS DISTINCT FROM $6 AND NOT (m.id = ANY($4::text[]))
+          ORDER BY score DESC, m.created_at DESC
+          LIMIT $3)
+       SELECT r.id, ts_headline('english', left(r.content, 20000), to_tsquery('english', $5), 'StartSel=**, StopSel=**, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=" … "') AS snippet
+         FROM ranked r ORDER BY r.score DESC, r.created_at DESC`,
+      BENCH_TENANT,
+      match,
+      limit,
+      exclude,
+      q.anyTerms,
+      SEARCHING_RUN,
+    );
+  const hits: Array<{ id: string }> = [];
+  if (q.anyTerms && q.allTerms) {
+    hits.push(...(await ranked(q.allTerms, LIMIT, [])));
+    if (hits.length < LIMIT && q.terms.length > 1) hits.push(...(await ranked(q.anyTerms, LIMIT - hits.length, hits.map((h) => h.id))));
+  }
+  if (hits.length < LIMIT && q.text) {
+    hits.push(
+      ...(await tx.$queryRawUnsafe<Array<{ id: string }>>(
+        `SELECT m.id, left(m.content, 20000) AS content
+           FROM messages m
+           JOIN sessions s ON s.id = m.session_id AND s.tenant_id = $1 AND s.status = 'active'
+          WHERE m.tenant_id = $1 AND m.role IN ('user', 'assistant') AND m.content ILIKE $2
+            AND m.run_id IS DISTINCT FROM $5 AND NOT (m.id = ANY($3::text[]))
+          ORDER BY m.created_at DESC LIMIT $4`,
+        BENCH_TENANT,
+        q.likePattern,
+        hits.map((h) => h.id),
+        LIMIT - hits.length,
+        SEARCHING_RUN,
+      )),
+    );
+  }
+  return hits;
+}
+
+async function legacyRag(tx: Tx, q: TextQuery): Promise<unknown[]> {
+  const wanted = LIMIT * 2;
+  const ranked = (tsquery: string, limit: number, exclude: string[]) =>
+    tx.$queryRawUnsafe<Array<{ id: bigint }>>(
+      `SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, q) AS score
+         FROM rag_chunks c, to_tsquery('simple', $3) AS q
+        WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.search @@ q AND NOT (c.id::text = ANY($4::text[]))
+        ORDER BY score DESC, c.path, c.start_line
+        LIMIT $5`,
+      BENCH_TENANT,
+      BENCH_SESSION,
+      tsquery,
+      exclude,
+      limit,
+    );
+  const hits: Array<{ id: bigint }> = [];
+  if (q.anyTerms && q.allTerms) {
+    hits.push(...(await ranked(q.allTerms, wanted, [])));
+    if (hits.length < wanted && q.terms.length > 1) hits.push(...(await ranked(q.anyTerms, wanted - hits.length, hits.map((h) => String(h.id)))));
+  }
+  if (hits.length < wanted && q.text) {
+    hits.push(
+      ...(await tx.$queryRawUnsafe<Array<{ id: bigint }>>(
+        `SELECT c.id, c.path, c.start_line, c.end_line, c.content, 1::float AS score
+           FROM rag_chunks c
+          WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.content ILIKE $3 AND NOT (c.id::text = ANY($4::text[]))
+          LIMIT $5`,
+        BENCH_TENANT,
+        BENCH_SESSION,
+        q.likePattern,
+        hits.map((h) => String(h.id)),
+        wanted - hits.length,
+      )),
+    );
+  }
+  return hits;
+}
+
+/** `n` distinct pronounceable words (two to four syllables), the same on every run. */
+function vocabulary(n: number): string[] {
+  const onsets = ['b', 'd', 'f', 'g', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'st', 'tr', 'pl'];
+  const vowels = ['a', 'e', 'i', 'o', 'u', 'ai', 'ou'];
+  const words = new Set<string>();
+  // mulberry32: a small seeded generator in 32-bit integer arithmetic.
+  let seed = 20261201;
+  const next = (k: number) => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) % k;
+  };
+  while (words.size < n) {
+    const syllables = 2 + next(3);
+    let w = '';
+    for (let i = 0; i < syllables; i++) w += onsets[next(onsets.length)] + vowels[next(vowels.length)];
+    words.add(w + ['', 'n', 'r', 'l', 'x'][next(5)]);
+  }
+  return [...words];
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
