@@ -50,6 +50,8 @@ describe('warmPoolSizingFrom', () => {
   it('takes a fixed RUNBOX_WARM_POOL_SIZE over min and max, 0 turning the pool off', () => {
     expect(warmPoolSizingFrom(loadConfig({ RUNBOX_WARM_POOL_SIZE: '3', RUNBOX_WARM_POOL_MAX: '10' }))).toMatchObject({ min: 3, max: 3 });
     expect(warmPoolSizingFrom(loadConfig({ RUNBOX_WARM_POOL_SIZE: '0' }))).toMatchObject({ min: 0, max: 0 });
+    // Empty, as `${VAR:-}` in a compose file leaves it: unset.
+    expect(warmPoolSizingFrom(loadConfig({ RUNBOX_WARM_POOL_SIZE: '' }))).toMatchObject({ min: 2, max: 32 });
   });
 
   it('lowers a minimum above the maximum to it', () => {
