@@ -260,14 +260,20 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'cgroupRs
   let rss = 0;
   let procs = 0;
   let shim = 0;
+  let n = 0;
   for (const id of ids) {
     const dir = `/sys/fs/cgroup/memory/docker/${id}`;
-    usage += Number(readFileSync(`${dir}/memory.usage_in_bytes`, 'utf8'));
-    rss += Number(/^total_rss (\d+)/m.exec(readFileSync(`${dir}/memory.stat`, 'utf8'))?.[1] ?? 0);
-    for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) procs += rssBytes(Number(pid));
-    shim += shims.get(id) ?? 0;
+    try {
+      usage += Number(readFileSync(`${dir}/memory.usage_in_bytes`, 'utf8'));
+      rss += Number(/^total_rss (\d+)/m.exec(readFileSync(`${dir}/memory.stat`, 'utf8'))?.[1] ?? 0);
+      for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) procs += rssBytes(Number(pid));
+      shim += shims.get(id) ?? 0;
+      n++;
+    } catch {
+      // Removed since it was listed (a warm container the pool let go): not counted.
+    }
   }
-  const n = Math.max(1, ids.length);
+  n = Math.max(1, n);
   return { cgroupMb: mb(usage / n), cgroupRssMb: mb(rss / n), processRssMb: mb(procs / n), shimRssMb: mb(shim / n) };
 }
 

@@ -171,7 +171,7 @@ export const configSchema = z.object({
   /** After this long with no session taking a warm container, the pool halves toward its minimum. */
   RUNBOX_WARM_POOL_IDLE_SECONDS: z.coerce.number().positive().max(86_400).default(60),
   /** A pool of exactly this many (minimum and maximum both), 0 = no pool; unset, the two above apply. */
-  RUNBOX_WARM_POOL_SIZE: optionalString.pipe(z.coerce.number().int().min(0).max(256).optional()),
+  RUNBOX_WARM_POOL_SIZE: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().int().min(0).max(256).optional()),
   /** Allow the `local` terminal backend (no isolation). For development only. */
   RUNBOX_UNSAFE_LOCAL_BACKEND: flag,
   /** Where sessions' sandbox tools run: `docker`, or `local` (needs RUNBOX_UNSAFE_LOCAL_BACKEND). */
