@@ -1,11 +1,19 @@
+import { eventually, queryDatabase } from '@app/testing';
 import Docker from 'dockerode';
+import { SandboxPool } from '../apps/executor/src/sandbox/sandbox-pool';
 import { TenantCredentials, TestStack } from './support/test-stack';
 
 /**
  * Every hardening rule of a session container, read back twice: from Docker's own
- * inspect, and from inside the container through the terminal tool.
+ * inspect, and from inside the container through the terminal tool. Twice over: for a
+ * container made for the session, and for one a new session took from the warm pool,
+ * which must not differ in any of it.
  */
-describe('sandbox hardening', () => {
+describe.each([
+  ['made for the session', { RUNBOX_WARM_POOL_SIZE: '0' }],
+  ['taken from the warm pool', { RUNBOX_WARM_POOL_SIZE: '1' }],
+])('sandbox hardening, container %s', (how, poolEnv) => {
+  const warm = poolEnv.RUNBOX_WARM_POOL_SIZE !== '0';
   const docker = new Docker();
   let stack: TestStack;
   let tenant: TenantCredentials;
@@ -19,13 +27,29 @@ describe('sandbox hardening', () => {
   };
 
   beforeAll(async () => {
-    stack = await new TestStack({ env: { RUNBOX_SANDBOX_MEMORY_MB: '256', RUNBOX_SANDBOX_CPUS: '0.5', RUNBOX_SANDBOX_PIDS: '128' } }).start();
+    stack = await new TestStack({ env: { RUNBOX_SANDBOX_MEMORY_MB: '256', RUNBOX_SANDBOX_CPUS: '0.5', RUNBOX_SANDBOX_PIDS: '128', ...poolEnv } }).start();
     tenant = await stack.createTenant();
     sessionId = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
     expect((await stack.request('GET', `/v1/sessions/${sessionId}`, { key: tenant.apiKey })).body.sandbox.state).toBe('none');
+    if (warm) await eventually('a warm container', async () => stack.executorProvider(SandboxPool).ready === 1, 120_000);
     await terminal('true');
-    const [container] = await docker.listContainers({ filters: { label: [`runbox.session=${sessionId}`] } });
-    info = await docker.getContainer(container.Id).inspect();
+    // The row binds a session to its container either way (a pool container has no session label).
+    const [row] = await queryDatabase<{ container_id: string }>(stack.db.url, 'SELECT container_id FROM sandboxes WHERE session_id = $1', [sessionId]);
+    info = await docker.getContainer(row.container_id).inspect();
+  });
+
+  it(`is a container ${how}`, () => {
+    if (warm) {
+      expect(info.Config.Labels['runbox.pool']).toBe('true');
+    } else {
+      expect(info.Config.Labels['runbox.session']).toBe(sessionId);
+      expect(info.Config.Labels['runbox.tenant']).toBe(tenant.tenantId);
+    }
+  });
+
+  it('starts in an empty /workspace of its own, with nothing left in /tmp but the agent\'s state', async () => {
+    const result = await terminal("pwd; find /workspace /tmp -mindepth 1 -maxdepth 1 ! -name .runbox ! -name runbox; df --output=target /workspace | tail -1");
+    expect(result.output).toMatch(/stdout:\n\/workspace\n\/workspace\n?$/);
   });
 
   afterAll(async () => {

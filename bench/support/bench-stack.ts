@@ -77,6 +77,13 @@ export class BenchStack {
     return { tenantId: tenant.body.id, apiKey: key.body.key };
   }
 
+  /** The executor's process id (for its memory figures). */
+  get executorPid(): number {
+    const pid = this.processes[0]?.pid;
+    if (pid === undefined) throw new Error('the executor is not running');
+    return pid;
+  }
+
   /** The gateway's process id (for its memory figures). */
   get gatewayPid(): number {
     const pid = this.processes[1]?.pid;

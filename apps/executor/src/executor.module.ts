@@ -18,6 +18,7 @@ import { reapIntervalFor, SandboxJanitor } from './sandbox/sandbox-janitor';
 import { SandboxPool } from './sandbox/sandbox-pool';
 import { SandboxBackend, SandboxRuntime } from './sandbox/sandbox-runtime';
 import { SandboxService } from './sandbox/sandbox.service';
+import { warmPoolSizingFrom } from './sandbox/warm-pool-demand';
 import { createVpsTransferHandler } from './ssh/vps-transfer.providers';
 import { VpsTransferHandler } from './ssh/vps-transfer.handler';
 import { ExecutorHttpServer } from './observability/executor-http.server';
@@ -73,7 +74,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     {
       provide: SandboxPool,
       inject: [RUNBOX_CONFIG, DockerSandboxDriver, LOGGER],
-      useFactory: (c: RunboxConfig, d: DockerSandboxDriver, l: Logger) => new SandboxPool(c.RUNBOX_WARM_POOL_SIZE, d, l),
+      useFactory: (c: RunboxConfig, d: DockerSandboxDriver, l: Logger) => new SandboxPool(warmPoolSizingFrom(c), d, l),
     },
     {
       provide: SandboxService,

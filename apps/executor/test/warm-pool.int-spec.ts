@@ -1,6 +1,8 @@
 import { countExecutorResources, eventually } from '@app/testing';
 import Docker from 'dockerode';
-import { SandboxPool } from '../src/sandbox/sandbox-pool';
+import pino from 'pino';
+import { DockerSandboxDriver } from '../src/sandbox/docker-sandbox.driver';
+import { PooledSandbox, SandboxPool } from '../src/sandbox/sandbox-pool';
 import { SandboxService } from '../src/sandbox/sandbox.service';
 import { ExecutorHarness } from './support/executor-harness';
 
@@ -86,5 +88,78 @@ describe('warm pool', () => {
   it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {
     await harness.deleteSessionsAndStopExecutor();
     expect(await countExecutorResources(harness.executorId)).toEqual({ containers: 0, volumes: 0 });
+  });
+});
+
+/**
+ * Sizing by demand, on the real engine. The pool is made here with its own clock, so an
+ * idle window passes when the test says so rather than by waiting.
+ */
+describe('warm pool sized by demand', () => {
+  const docker = new Docker();
+  const idleMs = 60_000;
+  let harness: ExecutorHarness;
+  let pool: SandboxPool;
+  let clock = 0;
+  let room = 100;
+  const taken: PooledSandbox[] = [];
+
+  const poolContainers = async () =>
+    (await docker.listContainers({ all: true, filters: { label: [`runbox.executor=${harness.executorId}`, 'runbox.pool=true'] } })).map((c) => c.Id);
+
+  beforeAll(async () => {
+    harness = await new ExecutorHarness({ RUNBOX_SANDBOX_SWEEP_SECONDS: '3600' }).start();
+    pool = new SandboxPool({ min: 1, max: 4, idleMs }, harness.get(DockerSandboxDriver), pino({ level: 'silent' }), { now: () => clock });
+    pool.start(() => room);
+  });
+
+  afterAll(async () => {
+    const driver = harness?.get(DockerSandboxDriver);
+    await Promise.all(taken.map((s) => (s.channel.close('test over'), driver?.remove(s))));
+    await pool?.drain();
+    await harness?.stop();
+  });
+
+  it('keeps its minimum while nobody asks', async () => {
+    await eventually('the minimum', async () => pool.ready === 1);
+    expect(pool.target).toBe(1);
+    expect(await poolContainers()).toHaveLength(1);
+  });
+
+  it('grows when sessions come faster than it refills, up to its maximum', async () => {
+    // A burst: one hand-out empties it, the next four find nothing ready.
+    for (let i = 0; i < 5; i++) {
+      const sandbox = pool.take();
+      if (sandbox) taken.push(sandbox);
+    }
+    expect(taken).toHaveLength(1);
+    expect(pool.target).toBe(4);
+    await eventually('a pool of four', async () => pool.ready === 4, 120_000);
+    expect(await poolContainers()).toHaveLength(5); // four waiting, one handed out
+  });
+
+  it('halves toward its minimum after an idle window, removing what it no longer needs', async () => {
+    const waiting = new Set((await poolContainers()).filter((id) => id !== taken[0].containerId));
+    clock += idleMs - 1;
+    pool.trim();
+    expect(pool.ready).toBe(4);
+    clock += 1;
+    pool.trim();
+    expect(pool.target).toBe(2);
+    expect(pool.ready).toBe(2);
+    await eventually('two waiting containers removed', async () => (await poolContainers()).filter((id) => waiting.has(id)).length === 2);
+    clock += idleMs;
+    pool.trim();
+    expect(pool.target).toBe(1);
+    await eventually('one left waiting', async () => (await poolContainers()).filter((id) => waiting.has(id)).length === 1);
+  });
+
+  it('holds no more than the executor has room for', async () => {
+    room = 0;
+    pool.trim();
+    expect(pool.target).toBe(0);
+    expect(pool.ready).toBe(0);
+    expect(pool.take()).toBeUndefined();
+    await eventually('no container waiting', async () => (await poolContainers()).every((id) => id === taken[0].containerId));
   });
 });

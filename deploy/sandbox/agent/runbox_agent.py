@@ -25,16 +25,30 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import runbox_identity  # noqa: E402
-from runbox_tools import OPS, ToolError  # noqa: E402
-from runbox_tools.output_budget import fit_output  # noqa: E402
-
 SOCKET_PATH = os.environ.get("RUNBOX_AGENT_SOCKET", "/run/runbox/agent.sock")
 # Half the executor's frame limit (MAX_FRAME_BYTES in agent-channel.ts): room to spare.
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
+_tools = None
+
+
+def tools():
+    """The tool modules, imported on first use.
+
+    Only `serve` needs them: the `attach` relay, which runs for as long as the executor's
+    channel is open, stays a small process (about half the memory) by never importing them.
+    """
+    global _tools
+    if _tools is None:
+        from runbox_tools import OPS, ToolError
+        from runbox_tools.output_budget import fit_output
+        _tools = (OPS, ToolError, fit_output)
+    return _tools
+
+
 def handle(request):
+    OPS, ToolError, fit_output = tools()
     rid = request.get("id")
     op = request.get("op")
     args = request.get("args") or {}
@@ -105,6 +119,8 @@ def oversized_reply(obj, size):
 
 
 def serve():
+    import runbox_identity
+    OPS = tools()[0]
     tool_user = runbox_identity.tool_user()
     if tool_user:
         # Made by the container (a root-owned 0700 tmpfs); checked rather than created so a

@@ -164,7 +164,14 @@ export const configSchema = z.object({
   RUNBOX_SANDBOX_IDLE_TTL_SECONDS: z.coerce.number().int().positive().default(1800),
   RUNBOX_SANDBOX_SWEEP_SECONDS: z.coerce.number().int().positive().default(60),
   RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE: flag.default(true),
-  RUNBOX_WARM_POOL_SIZE: z.coerce.number().int().min(0).max(64).default(0),
+  /** Warm containers kept ready even when no session is being created (lowered to the max when above it). */
+  RUNBOX_WARM_POOL_MIN: z.coerce.number().int().min(0).max(256).default(2),
+  /** The most warm containers the pool grows to while sessions are created faster than it refills; 0 turns it off. */
+  RUNBOX_WARM_POOL_MAX: z.coerce.number().int().min(0).max(256).default(32),
+  /** After this long with no session taking a warm container, the pool halves toward its minimum. */
+  RUNBOX_WARM_POOL_IDLE_SECONDS: z.coerce.number().positive().max(86_400).default(60),
+  /** A pool of exactly this many (minimum and maximum both), 0 = no pool; unset, the two above apply. */
+  RUNBOX_WARM_POOL_SIZE: z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), z.coerce.number().int().min(0).max(256).optional()),
   /** Allow the `local` terminal backend (no isolation). For development only. */
   RUNBOX_UNSAFE_LOCAL_BACKEND: flag,
   /** Where sessions' sandbox tools run: `docker`, or `local` (needs RUNBOX_UNSAFE_LOCAL_BACKEND). */

@@ -4,7 +4,7 @@ import { TestNats } from './test-nats';
 /**
  * The settings every service a test starts shares: the production database roles (tenant
  * work as runbox_app, deployment-wide work as runbox_system), the test's NATS server, quiet
- * logs, and the exact sandbox image `./runbox test` built for this tree (not whatever
+ * logs, no warm pool, and the exact sandbox image `./runbox test` built for this tree (not whatever
  * `:latest` points at).
  */
 export function testServiceEnv(db: TestDatabase, nats: TestNats, executorId: string): Record<string, string> {
@@ -16,6 +16,9 @@ export function testServiceEnv(db: TestDatabase, nats: TestNats, executorId: str
     // Several executors run on one machine in tests: each takes any free port for its probes.
     RUNBOX_EXECUTOR_HTTP_PORT: '0',
     RUNBOX_LOG_LEVEL: process.env.RUNBOX_TEST_LOG_LEVEL ?? 'silent',
+    // No warm pool unless a test asks for one: a session's container is then always its own
+    // (labelled with its session), and test stacks do not start containers nobody uses.
+    RUNBOX_WARM_POOL_MAX: '0',
     ...(process.env.RUNBOX_SANDBOX_IMAGE ? { RUNBOX_SANDBOX_IMAGE: process.env.RUNBOX_SANDBOX_IMAGE } : {}),
   };
 }

@@ -48,7 +48,7 @@ export class ExecutorMetrics {
     });
     new Gauge({
       name: 'runbox_executor_warm_pool_target',
-      help: 'Warm containers the pool keeps ready (RUNBOX_WARM_POOL_SIZE)',
+      help: 'Warm containers the pool aims to keep ready now (between RUNBOX_WARM_POOL_MIN and RUNBOX_WARM_POOL_MAX, by demand)',
       registers: [this.registry],
       collect() {
         this.set(read()?.warmPool().target ?? 0);

@@ -30,7 +30,7 @@ export function observabilityProviders(executorId: symbol): Provider[] {
       useFactory: (c: RunboxConfig, metrics: ExecutorMetrics, nats: NatsClient, docker: Docker, sandboxes: SandboxService, pool: SandboxPool, logger: Logger) => {
         metrics.watch({
           sandboxes: () => sandboxes.countByState(),
-          warmPool: () => ({ ready: pool.ready, target: pool.size }),
+          warmPool: () => ({ ready: pool.ready, target: pool.target }),
           channelErrors: () => sandboxes.channelErrors,
         });
         return new ExecutorHttpServer(

@@ -20,8 +20,8 @@ export class DockerRuntime implements SandboxRuntime {
     private readonly logger: Logger,
   ) {}
 
-  start(): void {
-    this.pool.refill();
+  start(room: () => number): void {
+    this.pool.start(room);
   }
 
   takeWarm(): ProvisionedSandbox | undefined {

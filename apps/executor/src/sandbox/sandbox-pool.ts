@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { AgentChannel } from './agent-channel';
 import { DockerSandboxDriver, workspaceVolumeOf } from './docker-sandbox.driver';
 import { LABEL } from './sandbox-labels';
+import { WarmPoolDemand, WarmPoolSizing } from './warm-pool-demand';
 
 export interface PooledSandbox {
   name: string;
@@ -15,6 +16,13 @@ export interface PooledSandbox {
 const RETRY_AFTER_FAILURE_MS = 5_000;
 const REFILL_DELAY_MS = 250;
 
+export interface SandboxPoolOptions {
+  attachTimeoutMs?: number;
+  /** Containers made at once while the pool is short of its target. */
+  parallel?: number;
+  now?: () => number;
+}
+
 /**
  * Warm containers, started and attached ahead of demand, handed to sessions on their first
  * call. They are made exactly like any sandbox (same driver, same hardening) and carry the
@@ -24,28 +32,71 @@ const REFILL_DELAY_MS = 250;
  * track of every container it made until it is destroyed, so the orphan sweep can tell a
  * handed-out pool container from a leftover of an earlier process.
  *
- * Refilling is one container at a time and starts a moment after a hand-out, so a burst
- * of new sessions on a small host is not slowed further by a burst of pool creations.
+ * Its size follows demand (WarmPoolDemand): it grows while new sessions come faster than
+ * it refills and halves back toward its minimum after an idle window, checked by one timer
+ * for the whole pool. It never holds more than the executor has room for (`start(room)`:
+ * its capacity less the sandboxes it holds), so a full or draining executor keeps none.
+ * Refilling starts a moment after a hand-out and makes a few containers at a time, so a
+ * burst of new sessions on a small host is not slowed further by a burst of pool creations.
  */
 export class SandboxPool {
   private readonly idle: PooledSandbox[] = [];
   private readonly creating = new Map<string, Promise<void>>();
   /** Handed to a session, not destroyed yet, by container id. */
   private readonly handedOut = new Map<string, PooledSandbox>();
+  private readonly demand: WarmPoolDemand;
+  /** Sandboxes the executor may still take on; the pool keeps no more than this. */
+  private room: () => number = () => Number.MAX_SAFE_INTEGER;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   private refillTimer?: NodeJS.Timeout;
+  private trimTimer?: NodeJS.Timeout;
+  private readonly attachTimeoutMs: number;
+  private readonly parallel: number;
+  private readonly now: () => number;
 
   constructor(
-    readonly size: number,
+    readonly sizing: WarmPoolSizing,
     private readonly driver: DockerSandboxDriver,
     private readonly logger: Logger,
-    private readonly attachTimeoutMs = 15_000,
-  ) {}
+    options: SandboxPoolOptions = {},
+  ) {
+    this.attachTimeoutMs = options.attachTimeoutMs ?? 15_000;
+    this.parallel = Math.max(1, options.parallel ?? 2);
+    this.now = options.now ?? Date.now;
+    this.demand = new WarmPoolDemand(sizing, this.now());
+  }
 
   /** Containers ready to hand out right now. */
   get ready(): number {
     return this.idle.length;
+  }
+
+  /** How many it aims to hold now: its demand-driven target, within the executor's room. */
+  get target(): number {
+    return Math.max(0, Math.min(this.demand.target, this.room()));
+  }
+
+  /** Fills the pool and starts the one timer that shrinks it when idle. */
+  start(room: () => number): void {
+    this.room = room;
+    if (this.sizing.max > 0 && !this.trimTimer && !this.closed) {
+      this.trimTimer = setInterval(() => this.trim(), trimIntervalFor(this.sizing.idleMs));
+      this.trimTimer.unref();
+    }
+    this.refill();
+  }
+
+  /**
+   * Lowers the target after an idle window and removes the containers above it (also when
+   * the executor's room shrank: a full executor takes no new session to give them to).
+   */
+  trim(): void {
+    if (this.closed) return;
+    this.demand.shrinkIfIdle(this.now());
+    const excess = this.idle.length - this.target;
+    // The longest-waiting first: the newest are the warmest in the engine's caches.
+    for (const sandbox of this.idle.splice(0, Math.max(0, excess))) void this.discard(sandbox, 'the warm pool shrank');
   }
 
   /** A ready container, or undefined when none is; either way the pool refills behind. */
@@ -57,6 +108,7 @@ export class SandboxPool {
       else void this.discard(candidate, 'its channel closed while it waited');
     }
     if (taken) this.handedOut.set(taken.containerId, taken);
+    this.demand.handedOut(this.idle.length, this.now());
     // Not at once: on a small host a container start competes for the CPU with the
     // session's first command, which is what the pool exists to make fast.
     this.refillSoon();
@@ -106,9 +158,12 @@ export class SandboxPool {
   }
 
   refill(): void {
-    if (this.closed || this.retryTimer || this.creating.size > 0 || this.idle.length >= this.size) return;
-    const name = `runbox-pool-${randomBytes(6).toString('hex')}`;
-    this.creating.set(name, this.createOne(name));
+    if (this.closed || this.retryTimer) return;
+    const wanted = this.target;
+    while (this.creating.size < this.parallel && this.idle.length + this.creating.size < wanted) {
+      const name = `runbox-pool-${randomBytes(6).toString('hex')}`;
+      this.creating.set(name, this.createOne(name));
+    }
   }
 
   /**
@@ -119,6 +174,7 @@ export class SandboxPool {
     this.closed = true;
     clearTimeout(this.retryTimer);
     clearTimeout(this.refillTimer);
+    clearInterval(this.trimTimer);
     const waiting = this.idle.splice(0);
     await Promise.all([...waiting.map((s) => this.discard(s, 'the executor is stopping')), ...this.creating.values()]);
   }
@@ -162,4 +218,9 @@ export class SandboxPool {
       this.logger.warn({ err, container: sandbox.name }, 'warm pool: removing a container failed; the sweep will retry');
     }
   }
+}
+
+/** How often the pool checks whether it should shrink: a quarter of the idle window, 250 ms to 15 s. */
+function trimIntervalFor(idleMs: number): number {
+  return Math.min(15_000, Math.max(250, Math.floor(idleMs / 4)));
 }

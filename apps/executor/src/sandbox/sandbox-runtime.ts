@@ -30,8 +30,11 @@ export interface WantedResources {
  */
 export interface SandboxRuntime {
   readonly backend: SandboxBackend;
-  /** Starts background work (filling the warm pool). */
-  start(): void;
+  /**
+   * Starts background work (filling the warm pool). `room`: how many more sandboxes the
+   * executor may hold right now; background work never makes more than that.
+   */
+  start(room: () => number): void;
   /** A ready sandbox out of the warm pool for a new session, or undefined when none waits. */
   takeWarm(): ProvisionedSandbox | undefined;
   /** Puts back a warm sandbox taken for a session that turned out to need another one. */

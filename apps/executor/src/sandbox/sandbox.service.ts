@@ -329,7 +329,9 @@ export class SandboxService {
 
   /** Starts the runtimes' background work (filling the warm pool). */
   start(): void {
-    for (const runtime of this.runtimes.values()) runtime.start();
+    // A draining executor takes no new session, so it keeps no warm sandbox either.
+    const room = () => (this.refusing ? 0 : Math.max(0, this.capacity - this.occupied));
+    for (const runtime of this.runtimes.values()) runtime.start(room);
   }
 
   /** Closes every channel; the sandboxes themselves stay for the next executor process. */

@@ -308,10 +308,16 @@ def _stop_in_background(p):
 
 
 def _reap_forever():
+    global _reaper_started
     while True:
         time.sleep(REAP_EVERY_S)
         now = time.monotonic()
         with _lock:
+            if not _processes:
+                # Nothing left to watch: an idle agent wakes for nothing. The next
+                # mcp_start (which registers its process first) starts a reaper again.
+                _reaper_started = False
+                return
             items = list(_processes.items())
         for handle, p in items:
             with p.changed:
@@ -421,7 +427,6 @@ def mcp_start(args, request_id=None):
     limits = _limits(args)
     env = _environment(args)
     cwd = _working_directory(args)
-    _ensure_reaper()
     with _lock:
         running = sum(1 for p in _processes.values() if p.ended_at is None)
         if running >= limits["max_processes"]:
@@ -435,6 +440,7 @@ def mcp_start(args, request_id=None):
             raise ToolError("could not start %s: %s" % (argv[0], e.strerror or e), code="spawn_failed")
         p = _Process(handle, proc, limits)
         _processes[handle] = p
+    _ensure_reaper()
     for target, name in ((_pump_stdout, "out"), (_pump_stderr, "err"), (_pump_stdin, "in"), (_watch_exit, "exit")):
         threading.Thread(target=target, args=(p,), daemon=True, name="runbox-mcp-%s-%s" % (name, handle)).start()
     return _result("started %s (pid %d) as %s" % (argv[0], proc.pid, handle), handle=handle, pid=proc.pid)

@@ -1,0 +1,345 @@
+/**
+ * Sandboxes at density, and new sessions with default settings, printed, never asserted
+ * (run with `./runbox bench load`).
+ *
+ *   first call        a new session's first `terminal true` through the HTTP API, one new
+ *                     session a second: with default settings, and with the warm pool off
+ *                     (the in-run baseline)
+ *   32 runs at once   32 runs started together, each on a new session, each making two
+ *                     terminal calls (scripted model): created → all completed, default
+ *                     settings and pool off; then again 30 s later
+ *   load at N         N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then
+ *                     RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
+ *                     (default 10) each sending a mix of terminal, read_file, write_file and
+ *                     grep to random sessions: throughput, p50/p99, errors; memory per
+ *                     sandbox (host used-memory delta / N, the container's cgroup, its
+ *                     processes' RSS, the containerd shim, the executor's RSS delta / N)
+ *
+ * The gateway and executor run as processes of their own (BenchStack); everything they made
+ * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
+ */
+import { ScriptedModelServer } from '@app/testing';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { BenchStack, BenchTenant } from './support/bench-stack';
+import { percentile } from './support/stats';
+
+const FIRST_CALL_SAMPLES = 10;
+const BURST_RUNS = 32;
+const BURST_GAP_MS = 30_000;
+const LOAD_SESSIONS = (process.env.RUNBOX_LOAD_SESSIONS ?? '10,50,100').split(',').map(Number);
+const WORKERS = Number(process.env.RUNBOX_LOAD_WORKERS ?? 16);
+const LOAD_SECONDS = Number(process.env.RUNBOX_LOAD_SECONDS ?? 10);
+/** How many sessions get their sandbox at once while the bench grows to N. */
+const GROW_PARALLEL = 4;
+const image = process.env.RUNBOX_SANDBOX_IMAGE ?? 'runbox-sandbox:latest';
+
+async function main(): Promise<void> {
+  process.stdout.write(`load bench: ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}, image ${image}\n`);
+  if (process.env.RUNBOX_LOAD_SKIP_START !== '1') {
+    const off = await startFigures({ RUNBOX_WARM_POOL_SIZE: '0' });
+    const defaults = await startFigures({});
+    printTable(
+      ['measure', 'n', 'pool off p50', 'p99', 'default p50', 'p99', 'default / off'],
+      [
+        row('first call on a new session', off.firstCall, defaults.firstCall),
+        row('32 runs at once, all done', [off.burst], [defaults.burst]),
+        row('32 runs at once, 30 s later', [off.burstAgain], [defaults.burstAgain]),
+      ],
+    );
+  }
+  await loadFigures();
+}
+
+/** First-call latency and the 32-runs burst on one stack. */
+async function startFigures(env: Record<string, string>): Promise<{ firstCall: number[]; burst: number; burstAgain: number }> {
+  const model = new ScriptedModelServer();
+  // Every request of every run: two terminal calls, then an answer.
+  const step = (request: Parameters<typeof ScriptedModelServer.firstUserMessage>[0]) => {
+    const done = request.body.messages.filter((m) => m.role === 'tool').length;
+    return done < 2 ? { toolCalls: [{ name: 'terminal', arguments: { command: `echo step-${done}` } }] } : { content: 'done' };
+  };
+  model.route(() => true, ...Array.from({ length: 3 * BURST_RUNS * 2 + 10 }, () => step));
+  const modelUrl = await model.start();
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', ...env });
+  try {
+    await stack.start();
+    // Limits above the burst: the figure is the platform's, not a tenant quota's.
+    const tenant = await stack.createTenant('first-call', { max_concurrent_runs: 4 * BURST_RUNS, max_sandboxes: 1000, runs_per_minute: 10_000 });
+    // One session first: connections and caches warm, and the executor has seen a session.
+    await firstCall(stack, tenant);
+    await pause(2_000);
+    const firstCall_: number[] = [];
+    for (let i = 0; i < FIRST_CALL_SAMPLES; i++) {
+      firstCall_.push(await firstCall(stack, tenant));
+      // One new session a second: the arrival rate, not an ordering wait.
+      await pause(1_000);
+    }
+    const burst = await runBurst(stack, tenant);
+    // The next burst half a minute later: what a pool sized by the first one does for it.
+    await pause(BURST_GAP_MS);
+    const burstAgain = await runBurst(stack, tenant);
+    return { firstCall: firstCall_, burst, burstAgain };
+  } finally {
+    await stack.stop();
+    await model.stop();
+  }
+}
+
+async function firstCall(stack: BenchStack, tenant: BenchTenant): Promise<number> {
+  const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
+  const started = performance.now();
+  await tool(stack, tenant, session.body.id, 'terminal', { command: 'true' });
+  return performance.now() - started;
+}
+
+/** 32 runs at once, each a new session with two terminal calls: ms until all completed. */
+async function runBurst(stack: BenchStack, tenant: BenchTenant): Promise<number> {
+  const started = performance.now();
+  let retried = 0;
+  const runs = await Promise.all(
+    Array.from({ length: BURST_RUNS }, async (_, i) => {
+      // A 503 says "try again shortly", and a client does: part of the time it takes.
+      for (let attempt = 0; ; attempt++) {
+        const res = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: `burst ${i}`, toolset: 'coding' } });
+        if (res.status === 202) return res.body.id as string;
+        if (res.status !== 503 || attempt >= 20) throw new Error(`starting a run failed: ${res.status} ${res.text}`);
+        retried++;
+        await pause(100);
+      }
+    }),
+  );
+  const failed = (await Promise.all(runs.map((id) => waitForRun(stack, tenant, id)))).filter((status) => status !== 'completed');
+  const elapsed = performance.now() - started;
+  if (failed.length > 0 || retried > 0) process.stdout.write(`  burst: ${failed.length} of ${BURST_RUNS} runs did not complete; ${retried} starts answered 503 and were retried\n`);
+  // Sessions deleted between bursts, so the second one starts from live-sandbox count 0 too.
+  const sessions = await Promise.all(runs.map(async (id) => (await stack.request('GET', `/v1/runs/${id}`, { key: tenant.apiKey })).body.session_id as string));
+  await Promise.all(sessions.map((id) => stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })));
+  return elapsed;
+}
+
+/** Its final status; a failure is printed and counted, not thrown: it is part of the figure. */
+async function waitForRun(stack: BenchStack, tenant: BenchTenant, runId: string): Promise<string> {
+  for (;;) {
+    const run = await stack.request('GET', `/v1/runs/${runId}`, { key: tenant.apiKey });
+    if (run.body?.status === 'completed') return run.body.status as string;
+    if (['failed', 'cancelled'].includes(run.body?.status)) {
+      process.stdout.write(`  run ${runId} ${run.body.status}: ${JSON.stringify(run.body.error).slice(0, 200)}\n`);
+      return run.body.status as string;
+    }
+    await pause(20);
+  }
+}
+
+interface LoadFigure {
+  sessions: number;
+  calls: number;
+  errors: number;
+  perSecond: number;
+  latencies: number[];
+  hostPerSandboxMb: number;
+  cgroupMb: number;
+  cgroupRssMb: number;
+  processRssMb: number;
+  shimRssMb: number;
+  executorPerSandboxMb: number;
+}
+
+/** N live sessions under a mixed load, for each N of RUNBOX_LOAD_SESSIONS. */
+async function loadFigures(): Promise<void> {
+  const max = Math.max(...LOAD_SESSIONS);
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(max + 16) });
+  const figures: LoadFigure[] = [];
+  try {
+    await stack.start();
+    const tenant = await stack.createTenant('load', { max_sandboxes: max + 16, max_sessions: max + 16 });
+    const sessions: string[] = [];
+    await settleHost();
+    const hostBefore = hostUsedBytes();
+    const executorBefore = rssBytes(stack.executorPid);
+    for (const n of LOAD_SESSIONS) {
+      await grow(stack, tenant, sessions, n);
+      await settleHost();
+      const containers = sessionContainers(stack.executorId);
+      const memory = containerMemory(containers);
+      const load = await mixedLoad(stack, tenant, sessions);
+      figures.push({
+        sessions: n,
+        ...load,
+        hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
+        ...memory,
+        executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
+      });
+      process.stdout.write(`  N=${n}: ${load.calls} calls, ${load.errors} errors, p99 ${percentile(load.latencies, 99).toFixed(1)} ms\n`);
+    }
+  } finally {
+    await stack.stop();
+  }
+  const base = figures[0];
+  printTable(
+    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/sandbox', 'cgroup MB', 'cgroup rss MB', 'procs rss MB', 'shim rss MB', 'executor MB/sandbox'],
+    figures.map((f) => [
+      String(f.sessions),
+      f.perSecond.toFixed(0),
+      ms(percentile(f.latencies, 50)),
+      ms(percentile(f.latencies, 99)),
+      String(f.errors),
+      (percentile(f.latencies, 99) / percentile(base.latencies, 99)).toFixed(2),
+      f.hostPerSandboxMb.toFixed(1),
+      f.cgroupMb.toFixed(1),
+      f.cgroupRssMb.toFixed(1),
+      f.processRssMb.toFixed(1),
+      f.shimRssMb.toFixed(1),
+      f.executorPerSandboxMb.toFixed(2),
+    ]),
+  );
+}
+
+/** Brings the live sessions up to `n`, each with its sandbox made and a 4 KB file in it. */
+async function grow(stack: BenchStack, tenant: BenchTenant, sessions: string[], n: number): Promise<void> {
+  const add = async () => {
+    const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
+    if (session.status !== 201) throw new Error(`creating a session failed: ${session.status} ${session.text}`);
+    await tool(stack, tenant, session.body.id, 'write_file', { path: 'data.txt', content: `${'x'.repeat(63)}\n`.repeat(64) });
+    sessions.push(session.body.id);
+  };
+  while (sessions.length < n) {
+    await Promise.all(Array.from({ length: Math.min(GROW_PARALLEL, n - sessions.length) }, add));
+  }
+}
+
+const MIX: Array<[string, (i: number) => Record<string, unknown>]> = [
+  ['terminal', () => ({ command: 'echo hi' })],
+  ['read_file', () => ({ path: 'data.txt' })],
+  ['write_file', (i) => ({ path: `out-${i % 8}.txt`, content: `line ${i}\n` })],
+  ['grep', () => ({ pattern: 'x+', path: '.' })],
+];
+
+async function mixedLoad(stack: BenchStack, tenant: BenchTenant, sessions: string[]): Promise<Pick<LoadFigure, 'calls' | 'errors' | 'perSecond' | 'latencies'>> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let seq = 0;
+  const until = performance.now() + LOAD_SECONDS * 1000;
+  const worker = async () => {
+    while (performance.now() < until) {
+      const i = seq++;
+      const [name, args] = MIX[i % MIX.length];
+      const session = sessions[Math.floor(Math.random() * sessions.length)];
+      const started = performance.now();
+      try {
+        await tool(stack, tenant, session, name, args(i));
+        latencies.push(performance.now() - started);
+      } catch {
+        errors++;
+      }
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: WORKERS }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  return { calls: latencies.length + errors, errors, perSecond: latencies.length / seconds, latencies };
+}
+
+async function tool(stack: BenchStack, tenant: BenchTenant, sessionId: string, name: string, args: Record<string, unknown>): Promise<void> {
+  const res = await stack.request('POST', `/v1/sessions/${sessionId}/tools/${name}`, { key: tenant.apiKey, body: { arguments: args } });
+  if (res.status !== 200 || res.body.is_error) throw new Error(`${name} failed: ${res.status} ${res.text.slice(0, 300)}`);
+}
+
+/** Ids of the executor's running containers that serve sessions (pool containers waiting excluded where labels tell). */
+function sessionContainers(executorId: string): string[] {
+  const out = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=runbox.executor=${executorId}`], { encoding: 'utf8' });
+  return out.split('\n').filter(Boolean);
+}
+
+/** Averages over the containers: cgroup usage and rss, the RSS of its processes, its containerd shim's RSS. */
+function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'cgroupRssMb' | 'processRssMb' | 'shimRssMb'> {
+  const shims = shimRssById();
+  let usage = 0;
+  let rss = 0;
+  let procs = 0;
+  let shim = 0;
+  let n = 0;
+  for (const id of ids) {
+    const dir = `/sys/fs/cgroup/memory/docker/${id}`;
+    try {
+      usage += Number(readFileSync(`${dir}/memory.usage_in_bytes`, 'utf8'));
+      rss += Number(/^total_rss (\d+)/m.exec(readFileSync(`${dir}/memory.stat`, 'utf8'))?.[1] ?? 0);
+      for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) procs += rssBytes(Number(pid));
+      shim += shims.get(id) ?? 0;
+      n++;
+    } catch {
+      // Removed since it was listed (a warm container the pool let go): not counted.
+    }
+  }
+  n = Math.max(1, n);
+  return { cgroupMb: mb(usage / n), cgroupRssMb: mb(rss / n), processRssMb: mb(procs / n), shimRssMb: mb(shim / n) };
+}
+
+/** The RSS of each container's containerd-shim, by container id. */
+function shimRssById(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (!args[0]?.includes('containerd-shim')) continue;
+      const id = args[args.indexOf('-id') + 1];
+      if (id) out.set(id, rssBytes(Number(pid)));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+function rssBytes(pid: number): number {
+  try {
+    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Host memory in use, page cache excluded: MemTotal - MemAvailable. */
+function hostUsedBytes(): number {
+  const info = readFileSync('/proc/meminfo', 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0) * 1024;
+  return kb('MemTotal') - kb('MemAvailable');
+}
+
+/** Lets a pool refill and the engine settle before memory is read. */
+function settleHost(): Promise<void> {
+  return pause(5_000);
+}
+
+function row(name: string, off: number[], defaults: number[]): string[] {
+  const [offP50, defP50] = [percentile(off, 50), percentile(defaults, 50)];
+  return [name, String(off.length), ms(offP50), ms(percentile(off, 99)), ms(defP50), ms(percentile(defaults, 99)), (defP50 / offP50).toFixed(3)];
+}
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  process.stdout.write(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(1)} ms`;
+}
+
+function mb(bytes: number): number {
+  return bytes / 2 ** 20;
+}
+
+function pause(ms_: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms_));
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
