@@ -33,7 +33,10 @@ function setUp(script: Script, options: RunOptions = {}, env: { tenantTools?: Te
   const toolCalls = store.toolCallsRepository();
   const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config, new MetricsService(config));
   const startedNext: string[] = [];
-  const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
+  const enqueuer = {
+    startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId),
+    enqueue: async (_tenantId: string, runId: string) => void startedNext.push(store.run(runId).sessionId),
+  } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;
   const sandboxExecutor = env.sandboxExecutor ?? (() => null);
   const sessions = {
@@ -66,6 +69,7 @@ function setUp(script: Script, options: RunOptions = {}, env: { tenantTools?: Te
 describe('RunLoop', () => {
   it("runs the turn's tool calls, gives the results to the model and completes with its answer", async () => {
     const { store, executor, model, run, execute, startedNext } = setUp([[['read_file', { path: 'a.txt' }]], 'a.txt says hello']);
+    store.addRun({ sessionId: run.sessionId, input: 'the next task' });
 
     expect(await execute()).toBe('finished');
 

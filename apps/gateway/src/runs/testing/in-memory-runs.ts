@@ -106,21 +106,37 @@ export class InMemoryRuns {
   }
 
   runsRepository(): RunsRepository {
-    const fake: Pick<RunsRepository, 'find' | 'hasEarlierActiveRun' | 'start' | 'resumeAfterApproval' | 'park' | 'finish'> = {
+    const fake: Pick<RunsRepository, 'find' | 'start' | 'completeWithAnswer' | 'resumeAfterApproval' | 'park' | 'finish'> = {
       find: async (_tenantId, id) => (this.runs.has(id) ? this.view(id) : null),
-      hasEarlierActiveRun: async (_tenantId, run) =>
-        [...this.runs.values()].some(
-          (r) => r.sessionId === run.sessionId && !r.parentRunId && r.id !== run.id && !isTerminal(r.status) && (r.status !== 'queued' || r.createdAt < run.createdAt),
-        ),
       start: async (_tenantId, run) => {
         const stored = this.run(run.id);
-        if (stored.status !== 'queued') return null;
+        if (stored.status !== 'queued') return { kind: 'not_queued' };
+        const earlier = [...this.runs.values()].some(
+          (r) => r.sessionId === run.sessionId && !r.parentRunId && r.id !== run.id && !isTerminal(r.status) && (r.status !== 'queued' || r.createdAt < run.createdAt),
+        );
+        if (!run.parentRunId && earlier) return { kind: 'waiting' };
         Object.assign(stored, { status: 'running', startedAt: new Date() });
         this.addMessage(run, { role: 'user', content: run.input });
-        return this.append(run.id, [
+        const seqs = this.append(run.id, [
           { type: 'run.started', data: { session_id: run.sessionId } },
           { type: 'message.created', data: { role: 'user', content: run.input } },
         ]);
+        return { kind: 'started', seqs, executorId: null };
+      },
+      completeWithAnswer: async (_tenantId, run, answer, usage) => {
+        const stored = this.run(run.id);
+        if (stored.status !== 'running') return null;
+        this.addMessage(run, { role: 'assistant', content: answer.content });
+        const now = new Date();
+        Object.assign(stored, { status: 'completed', completedAt: now, leaseOwner: null, leaseExpiresAt: null, output: answer.output, usage: usage.stored(stored.startedAt, now) });
+        const seqs = this.append(run.id, [
+          { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
+          { type: 'run.completed', data: { output: answer.output, usage: usage.event } },
+        ]);
+        const next = run.parentRunId
+          ? undefined
+          : [...this.runs.values()].filter((r) => r.sessionId === run.sessionId && !r.parentRunId && r.status === 'queued').sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())[0];
+        return { runningCallIds: [], seqs, startedAt: stored.startedAt, endedAt: now, nextQueuedRunId: next?.id ?? null };
       },
       resumeAfterApproval: async (_tenantId, runId) => {
         const stored = this.run(runId);
