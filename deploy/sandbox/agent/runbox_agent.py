@@ -12,10 +12,12 @@ Wire format: one JSON object per line, both ways.
   request   {"id": "c1", "op": "read_file", "args": {...}}
   response  {"id": "c1", "result": {"output": "...", "metadata": {...}, "is_error": false}}
   failure   {"id": "c1", "error": {"code": "bad_request", "message": "..."}}
-Requests on one connection run concurrently (a thread each) and may answer out of order.
+Requests on one connection run concurrently (a thread each, taken from idle ones when there
+are: see Workers) and may answer out of order.
 A reply never exceeds MAX_REPLY_BYTES: the executor treats a longer line as a broken
 protocol and restarts the sandbox, so a result that large is answered as an error instead.
 """
+import collections
 import json
 import os
 import socket
@@ -66,6 +68,49 @@ def handle(request):
     return {"id": rid, "result": fit_output(result, args, rid)}
 
 
+class Workers:
+    """Threads that run requests, kept a while once idle so a request rarely waits for one
+    to start (a thread start is a clone and a handshake, on every call otherwise). There
+    is no cap: every request gets a thread at once, as before, since a terminal call may
+    hold its thread for minutes. Idle threads beyond `keep` end after `idle_s`."""
+
+    def __init__(self, keep=8, idle_s=30.0):
+        self.keep = keep
+        self.idle_s = idle_s
+        self.cond = threading.Condition()
+        self.jobs = collections.deque()
+        self.idle = 0
+        self.threads = 0
+
+    def submit(self, fn, *args):
+        with self.cond:
+            self.jobs.append((fn, args))
+            if self.idle > len(self.jobs) - 1:
+                self.cond.notify()
+                return
+            self.threads += 1
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            with self.cond:
+                while not self.jobs:
+                    self.idle += 1
+                    woken = self.cond.wait(self.idle_s)
+                    self.idle -= 1
+                    if not woken and not self.jobs and self.threads > self.keep:
+                        self.threads -= 1
+                        return
+                fn, args = self.jobs.popleft()
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001  work() answers its own failures; the thread lives on
+                pass
+
+
+WORKERS = Workers()
+
+
 def serve_connection(conn):
     lock = threading.Lock()
     reader = conn.makefile("rb")
@@ -107,7 +152,7 @@ def serve_connection(conn):
 
     for line in reader:
         if line.strip():
-            threading.Thread(target=work, args=(line,), daemon=True).start()
+            WORKERS.submit(work, line)
     conn.close()
 
 

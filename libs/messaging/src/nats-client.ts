@@ -106,6 +106,9 @@ export class NatsClient {
       // Keep trying forever: a NATS restart must not take the service down with it.
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
+      // The client otherwise makes an Error (with its stack) on every request, for the
+      // rare timeout's trace: a cost on every tool call for a trace that says little.
+      noAsyncTraces: true,
     });
     return new NatsClient(connection, logger);
   }

@@ -27,6 +27,12 @@ const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 30_000 };
  * database host that stopped answering gives a prompt 503 rather than a hung request.
  */
 const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * An idle connection is kept this long (pg's default is 10 s). Opening one costs a SCRAM
+ * exchange (thousands of PBKDF2 rounds) and several round trips, which a gateway would
+ * otherwise pay again after every quiet spell of a few seconds; the pools are small.
+ */
+const IDLE_TIMEOUT_MS = 5 * 60_000;
 
 /**
  * The database connections. Repositories reach tables only through `tenant()` (one
@@ -41,9 +47,9 @@ export class PrismaService {
 
   constructor(urls: DatabaseUrls | string) {
     const { url, systemUrl } = typeof urls === 'string' ? { url: urls, systemUrl: undefined } : urls;
-    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) });
+    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS }) });
     this.systemClient = systemUrl
-      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS }) })
+      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS }) })
       : this.client;
   }
 

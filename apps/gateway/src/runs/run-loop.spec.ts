@@ -33,7 +33,10 @@ function setUp(script: Script, options: RunOptions = {}, env: { tenantTools?: Te
   const toolCalls = store.toolCallsRepository();
   const runner = new ToolCallRunner(toolCalls, events, registry, new ToolRouter(registry, executor.asClient()), executor.asClient(), config, new MetricsService(config));
   const startedNext: string[] = [];
-  const enqueuer = { startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId) } as unknown as RunEnqueuer;
+  const enqueuer = {
+    startNextInSession: async (_tenantId: string, sessionId: string) => void startedNext.push(sessionId),
+    enqueue: async (_tenantId: string, runId: string) => void startedNext.push(store.run(runId).sessionId),
+  } as unknown as RunEnqueuer;
   const control = { cancelSubRuns: async () => undefined } as unknown as RunControlService;
   const sandboxExecutor = env.sandboxExecutor ?? (() => null);
   const sessions = {
@@ -66,6 +69,7 @@ function setUp(script: Script, options: RunOptions = {}, env: { tenantTools?: Te
 describe('RunLoop', () => {
   it("runs the turn's tool calls, gives the results to the model and completes with its answer", async () => {
     const { store, executor, model, run, execute, startedNext } = setUp([[['read_file', { path: 'a.txt' }]], 'a.txt says hello']);
+    store.addRun({ sessionId: run.sessionId, input: 'the next task' });
 
     expect(await execute()).toBe('finished');
 
@@ -85,6 +89,40 @@ describe('RunLoop', () => {
     expect(store.run(run.id).usage).toMatchObject({ model_calls: 2, tool_calls: 1, input_tokens: 20, output_tokens: 10 });
     // The session is free again: the next run queued on it may start.
     expect(startedNext).toEqual(['ses_1']);
+  });
+
+  it('starts a run and completes it with an answer that needs no tool in two writes, reading back nothing it wrote', async () => {
+    const { store, model, run, execute, startedNext } = setUp(['nothing to do']);
+    const next = store.addRun({ sessionId: run.sessionId, input: 'the next task' });
+
+    expect(await execute()).toBe('finished');
+
+    // The start, the history for the model, the answer with the completion: nothing more.
+    expect(store.repositoryCalls).toEqual(['start', 'modelContext', 'completeWithAnswer']);
+    expect(model.requests).toHaveLength(1);
+    expect(store.run(run.id)).toMatchObject({ status: 'completed', output: 'nothing to do', leaseOwner: null });
+    expect(store.run(run.id).usage).toMatchObject({ model_calls: 1, tool_calls: 0, input_tokens: 10, output_tokens: 5 });
+    expect(store.eventTypes(run.id)).toEqual(['run.started', 'message.created', 'message.created', 'run.completed']);
+    expect(store.events.get(run.id)?.[3].data).toMatchObject({ output: 'nothing to do', usage: { model_calls: 1, tool_calls: 0 } });
+    expect(store.messages.filter((m) => m.runId === run.id).map((m) => [m.role, m.content])).toEqual([
+      ['user', 'do the task'],
+      ['assistant', 'nothing to do'],
+    ]);
+    // The session's run queued behind it is put on the queue.
+    expect(store.run(next.id).status).toBe('queued');
+    expect(startedNext).toEqual([run.sessionId]);
+  });
+
+  it('waits, writing nothing, when an earlier run of the session has not ended', async () => {
+    const { store, run, execute, model } = setUp(['never asked']);
+    const earlier = store.addRun({ sessionId: run.sessionId, status: 'running', createdAt: new Date(0) });
+
+    expect(await execute()).toBe('waiting');
+
+    expect(store.run(run.id).status).toBe('queued');
+    expect(store.eventTypes(run.id)).toEqual([]);
+    expect(model.requests).toHaveLength(0);
+    expect(store.run(earlier.id).status).toBe('running');
   });
 
   it('warns at warn_after, stops tools at hard_stop_after and fails a model that keeps calling them', async () => {

@@ -88,12 +88,20 @@ export class RunLoop {
     const usage = usageFrom(run.usage);
     try {
       const tools = await this.toolSelection.withTenantTools(run, signal);
+      // Read beside the start (on the system pool) rather than after it. A run that does not
+      // go on never reads it, so its failure is observed only where it is awaited.
+      const approvalRequired = this.tenantDefaults.approvalRequired(tenantId);
+      approvalRequired.catch(() => undefined);
+      let executorId: string | null;
+      let justStarted = false;
       if (run.status === 'queued') {
-        if (!run.parentRunId && (await this.runs.hasEarlierActiveRun(tenantId, run))) return 'waiting';
-        const seqs = await this.runs.start(tenantId, run, runToolsJson(tools));
-        if (!seqs) return 'finished';
+        const started = await this.runs.start(tenantId, run, runToolsJson(tools));
+        if (started.kind === 'waiting') return 'waiting';
+        if (started.kind === 'not_queued') return 'finished';
         this.metrics.runStarted(run.createdAt);
-        this.events.announce(run.id, seqs);
+        this.events.announce(run.id, started.seqs);
+        executorId = started.executorId;
+        justStarted = true;
       } else {
         if (run.status === 'requires_approval' && !(await this.runs.resumeAfterApproval(tenantId, run.id))) return 'parked';
         if ((options.recoveries ?? 0) > MAX_RECOVERIES) {
@@ -102,8 +110,8 @@ export class RunLoop {
         const reason = run.status === 'requires_approval' ? 'approval' : options.recovered ? 'worker_lost' : options.afterOutage ? 'infrastructure' : 'requeued';
         await this.events.emit(tenantId, run.id, { type: 'run.resumed', data: { reason, recoveries: options.recoveries ?? 0 } });
         if (options.recovered) log.warn({ recoveries: options.recoveries }, 'resuming a run whose worker stopped');
+        executorId = (await this.sessions.find(tenantId, run.sessionId))?.executorId ?? null;
       }
-      const session = await this.sessions.find(tenantId, run.sessionId);
       const ctx: RunContext = {
         run,
         signal,
@@ -112,14 +120,14 @@ export class RunLoop {
         tenantTools: tools.tenantTools,
         reportedProblems: new Set(),
         limits: effectiveLimits(run.options),
-        approvalRequired: await this.tenantDefaults.approvalRequired(tenantId),
-        executorId: session?.executorId ?? null,
+        approvalRequired: await approvalRequired,
+        executorId,
         usage,
         log,
         holdClaim: options.holdClaim,
       };
       await this.reportToolProblems(ctx, tools.problems);
-      return await this.drive(ctx);
+      return await this.drive(ctx, justStarted);
     } catch (err) {
       if (signal.aborted) return 'aborted';
       // A readable failure ends the run even when it quotes a connection error: that text
@@ -135,11 +143,15 @@ export class RunLoop {
     }
   }
 
-  private async drive(ctx: RunContext): Promise<RunOutcome> {
+  /**
+   * `justStarted`: this worker has just started the run, so it has no answer and no call
+   * yet, and its first turn goes straight to the model without reading them back.
+   */
+  private async drive(ctx: RunContext, justStarted: boolean): Promise<RunOutcome> {
     const { run } = ctx;
-    for (;;) {
+    for (let first = justStarted; ; first = false) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      const answer = await this.messages.lastAnswer(run.tenantId, run.id);
+      const answer = first ? null : await this.messages.lastAnswer(run.tenantId, run.id);
       if (answer && !answer.hasToolCalls) return this.complete(ctx, answer.content ?? '');
       const turn = answer ? await this.toolCalls.latestTurn(run.tenantId, run.id) : [];
       if (turn.some((c) => OPEN_CALL_STATUSES.includes(c.status))) {
@@ -151,9 +163,13 @@ export class RunLoop {
         }
         continue;
       }
-      await this.checkHardStop(ctx);
+      if (!first) await this.checkHardStop(ctx);
       if (answer) await this.refreshTenantTools(ctx);
       const response = await this.callModel(ctx);
+      if (response.toolCalls.length === 0) {
+        const ended = await this.completeWithAnswer(ctx, response);
+        if (ended) return ended;
+      }
       await this.recordAnswer(ctx, response);
     }
   }
@@ -290,6 +306,25 @@ export class RunLoop {
       ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
       await this.afterEnd(run);
     }
+    return 'finished';
+  }
+
+  /**
+   * A final answer (no tool calls) stored and the run completed in one transaction, which
+   * is what `recordAnswer` and then `complete` would write. Undefined, with nothing
+   * written, when the run is not running any more: the step-by-step path then finds out why.
+   */
+  private async completeWithAnswer(ctx: RunContext, model: ModelResponse): Promise<RunOutcome | undefined> {
+    const { run } = ctx;
+    const { content } = storableResponse(model);
+    const output = content ?? '';
+    const usage = { ...ctx.usage };
+    const done = await this.runs.completeWithAnswer(run.tenantId, run, { content, output }, { event: usage, stored: (startedAt, now) => ({ ...usage, wall_ms: wallMs(startedAt, now) }) });
+    if (!done) return undefined;
+    this.events.announce(run.id, done.seqs);
+    this.metrics.runEnded(run.tenantId, 'completed', done.startedAt, done.endedAt);
+    ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
+    if (done.nextQueuedRunId) await this.enqueuer.enqueue(run.tenantId, done.nextQueuedRunId, 'session_free');
     return 'finished';
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
+import { newId, PrismaService, Tx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
 import { RunOptions } from './run-options';
@@ -52,6 +52,9 @@ export type CreateOutcome =
   | { kind: 'created' | 'existing'; run: RunView }
   | { kind: 'session_not_found' }
   | { kind: 'session_busy'; activeRunId: string };
+
+/** How taking a queued run up went: started (with where its session's sandbox lives), behind an earlier run, or no longer queued. */
+export type StartOutcome = { kind: 'started'; seqs: number[]; executorId: string | null } | { kind: 'waiting' } | { kind: 'not_queued' };
 
 /** A run `finish` ended: its calls that were running, the events written, and its times. */
 export interface FinishedRun {
@@ -184,39 +187,74 @@ export class RunsRepository {
     return row ? toRun(row) : null;
   }
 
-  /** Does an earlier top-level run of the session still go on? A queued run waits for it. */
-  async hasEarlierActiveRun(tenantId: string, run: RunView): Promise<boolean> {
-    const count = await this.db.tenant(tenantId, (tx) =>
-      tx.run.count({
-        where: {
-          tenantId,
-          sessionId: run.sessionId,
-          parentRunId: null,
-          id: { not: run.id },
-          status: { in: [...ACTIVE_STATUSES] },
-          OR: [{ status: { not: 'queued' } }, { createdAt: { lt: run.createdAt } }, { createdAt: run.createdAt, id: { lt: run.id } }],
-        },
-      }),
-    );
-    return count > 0;
-  }
-
   /**
    * queued → running: stores the user's input as the next message of the session.
-   * `started` is added to the run.started event (the tools the run has, and why).
+   * `started` is added to the run.started event (the tools the run has, and why). A top-level
+   * run behind an earlier one of its session that has not ended stays queued (`waiting`).
+   * The checks, the start and the read of where the session's sandbox lives are one
+   * transaction: a run's start costs one round of the database, not four.
    */
-  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}): Promise<number[] | null> {
-    return this.db.tenant(tenantId, async (tx) => {
+  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}): Promise<StartOutcome> {
+    return this.db.tenant(tenantId, async (tx): Promise<StartOutcome> => {
       const locked = await lockRun(tx, tenantId, run.id);
-      if (!locked || locked.status !== 'queued') return null;
+      if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
+      if (!run.parentRunId && (await earlierActiveRuns(tx, tenantId, run)) > 0) return { kind: 'waiting' };
       await tx.run.update({ where: { id: run.id }, data: { status: 'running', startedAt: locked.now } });
       await tx.message.create({
         data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'user', content: run.input, toolCalls: Prisma.JsonNull },
       });
-      return appendEventsTx(tx, tenantId, run.id, [
+      const seqs = await appendEventsTx(tx, tenantId, run.id, [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
         { type: 'message.created', data: { role: 'user', content: run.input } },
       ]);
+      const [sandbox] = await tx.$queryRaw<Array<{ executor_id: string }>>`
+        SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed'`;
+      return { kind: 'started', seqs, executorId: sandbox?.executor_id ?? null };
+    });
+  }
+
+  /**
+   * The model's final answer (it asked for no tool) and the run's completion, in one
+   * transaction: the assistant message and its message.created event, the run completed
+   * with its output and usage and its run.completed event, the lease let go. Null, with
+   * nothing written, when the run is no longer running (cancelled meanwhile). Also names the
+   * session's oldest queued run, which the run's end lets start.
+   */
+  async completeWithAnswer(
+    tenantId: string,
+    run: { id: string; sessionId: string; parentRunId: string | null },
+    answer: { content: string | null; output: string },
+    usage: { event: Record<string, unknown>; stored: (startedAt: Date | null, now: Date) => Record<string, unknown> },
+  ): Promise<(FinishedRun & { nextQueuedRunId: string | null }) | null> {
+    return this.db.tenant(tenantId, async (tx) => {
+      const locked = await lockRun(tx, tenantId, run.id);
+      if (!locked || locked.status !== 'running') return null;
+      await tx.message.create({
+        data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'assistant', content: answer.content, toolCalls: Prisma.JsonNull },
+      });
+      await tx.run.update({
+        where: { id: run.id },
+        data: {
+          status: 'completed',
+          completedAt: locked.now,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          output: answer.output,
+          usage: usage.stored(locked.startedAt, locked.now) as Prisma.InputJsonValue,
+        },
+      });
+      const seqs = await appendEventsTx(tx, tenantId, run.id, [
+        { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
+        { type: 'run.completed', data: { output: answer.output, usage: usage.event } },
+      ]);
+      const next = run.parentRunId
+        ? null
+        : await tx.run.findFirst({
+            where: { tenantId, sessionId: run.sessionId, parentRunId: null, status: 'queued' },
+            orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+            select: { id: true },
+          });
+      return { runningCallIds: [], seqs, startedAt: locked.startedAt, endedAt: locked.now, nextQueuedRunId: next?.id ?? null };
     });
   }
 
@@ -290,6 +328,23 @@ export class RunsRepository {
     const row = await this.db.tenant(tenantId, (tx) => tx.run.findFirst({ where: { tenantId, idempotencyKey: key } }));
     return row ? toRun(row) : null;
   }
+}
+
+/**
+ * Top-level runs of the session that go on ahead of `run`: running or parked ones, and
+ * queued ones made before it. A queued run waits for them.
+ */
+function earlierActiveRuns(tx: Tx, tenantId: string, run: RunView): Promise<number> {
+  return tx.run.count({
+    where: {
+      tenantId,
+      sessionId: run.sessionId,
+      parentRunId: null,
+      id: { not: run.id },
+      status: { in: [...ACTIVE_STATUSES] },
+      OR: [{ status: { not: 'queued' } }, { createdAt: { lt: run.createdAt } }, { createdAt: run.createdAt, id: { lt: run.id } }],
+    },
+  });
 }
 
 export function toRun(row: RunRow): RunView {

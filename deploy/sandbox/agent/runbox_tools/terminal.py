@@ -33,8 +33,10 @@ Design, and why:
   directory, which saves a few file operations on every call. We read back at most about
   max_output_chars from each file (head kept, the rest only counted).
 
-* The wait window never kills. The call waits min(max_wait_ms, timeout_seconds), on an
-  Event a thread blocked in waitpid sets (Popen.wait(timeout) polls with growing sleeps).
+* The wait window never kills. The call waits min(max_wait_ms, timeout_seconds) in poll()
+  on a pidfd of the command (readable the moment it exits; Popen.wait(timeout) polls with
+  growing sleeps, and a thread per call blocked in waitpid costs a thread start on every
+  call). Where pidfds are not available, a thread blocked in waitpid sets an Event instead.
   If the command ends first, its result is returned inline and its files removed. If the
   timeout comes first, the group gets SIGTERM, then SIGKILL after KILL_GRACE_S. If the
   wait window comes first, the command becomes a background job: a thread waits for it
@@ -73,6 +75,7 @@ import math
 import os
 import re
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -172,6 +175,10 @@ class _Call:
         self.files = {name: os.path.join(_jobs_dir(), ".%s.%s.txt" % (job_id, name))
                       for name in ("stdout", "stderr")}
         self.proc = None
+        # Readable once the command has exited; None where pidfd_open is not available
+        # (then _wait_exit's thread sets `exited`). Only the thread that owns the call waits
+        # on it: the request's, then a background job's watcher.
+        self.pidfd = None
         self.exited = threading.Event()
         self.status = {}
         self.started = time.monotonic()
@@ -186,7 +193,20 @@ class _Call:
 
     def wait(self, timeout=None):
         """True once the process has exited (and been waited for)."""
-        return self.exited.wait(timeout)
+        if self.pidfd is None or self.exited.is_set():
+            return self.exited.wait(timeout)
+        poller = select.poll()
+        poller.register(self.pidfd, select.POLLIN)
+        if not poller.poll(None if timeout is None else max(0, int(math.ceil(timeout * 1000)))):
+            return False
+        self.proc.wait()
+        self.exited.set()
+        return True
+
+    def close(self):
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
 
 
 _lock = threading.Lock()
@@ -427,10 +447,13 @@ def _spawn(call):
         call.proc = subprocess.Popen(
             argv, cwd=_workspace(), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             start_new_session=True, close_fds=True)
-    # Popen.wait(timeout) polls with growing sleeps (about 2 ms lost on a short command);
-    # a thread blocked in waitpid wakes the moment the command exits.
-    threading.Thread(target=_wait_exit, args=(call,), daemon=True,
-                     name="runbox-wait-%s" % call.job_id).start()
+    try:
+        call.pidfd = os.pidfd_open(call.proc.pid)
+    except (AttributeError, OSError):
+        # No pidfds here (an old kernel, or a seccomp profile without pidfd_open): a thread
+        # blocked in waitpid wakes the moment the command exits.
+        threading.Thread(target=_wait_exit, args=(call,), daemon=True,
+                         name="runbox-wait-%s" % call.job_id).start()
 
 
 def _wait_exit(call):
@@ -505,6 +528,7 @@ def _promote(call):
 def _forget(call):
     with _lock:
         _calls.pop(call.job_id, None)
+    call.close()
 
 
 # ---------------------------------------------------------------------------------------

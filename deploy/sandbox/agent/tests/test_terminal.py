@@ -256,6 +256,36 @@ class ResultTests(TerminalTestCase):
         self.assertEqual(self.stdout_of(result), "waited", result["output"])
 
 
+class WaitingTests(TerminalTestCase):
+    def test_a_call_waits_on_a_pidfd_without_a_thread_of_its_own(self):
+        before = set(os.listdir("/proc/self/fd"))
+        seen = {}
+
+        def watch():
+            # While the call runs: no waitpid thread, and one more descriptor (its pidfd).
+            wait_until(lambda: terminal_module._calls, timeout=5)
+            seen["waiters"] = [t.name for t in threading.enumerate() if t.name.startswith("runbox-wait-")]
+            seen["pidfds"] = [c.pidfd for c in terminal_module._calls.values()]
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        result = self.run_cmd("sleep 0.5; echo done")
+        watcher.join()
+        self.assertEqual(self.stdout_of(result), "done")
+        self.assertEqual(seen["waiters"], [])
+        self.assertEqual(len(seen["pidfds"]), 1)
+        self.assertIsNotNone(seen["pidfds"][0])
+        # The pidfd is closed once the call is done with.
+        self.assertEqual(set(os.listdir("/proc/self/fd")) - before, set())
+
+    def test_a_background_job_is_watched_to_its_end_through_its_pidfd(self):
+        result = self.run_cmd("sleep 0.6; exit 3", max_wait_ms=250)
+        self.assertTrue(result["metadata"]["background"])
+        job_id = result["metadata"]["job_id"]
+        self.assertTrue(wait_until(lambda: (self.read_status(job_id) or {}).get("status") == "exited", 10))
+        self.assertEqual(self.read_status(job_id)["exit_code"], 3)
+
+
 class TruncationTests(TerminalTestCase):
     def handle(self, command, **args):
         response = runbox_agent.handle({"id": "t1", "op": "terminal",

@@ -24,6 +24,8 @@ export class InMemoryRuns {
   readonly messages: Array<MessageView & { sessionId: string }> = [];
   readonly calls: ToolCallView[] = [];
   readonly events = new Map<string, NewEvent[]>();
+  /** The run-loop repository methods called, in order: what a step reads and writes. */
+  readonly repositoryCalls: string[] = [];
   private ids = 0;
 
   addRun(fields: Partial<StoredRun> & { options?: RunOptions } = {}): StoredRun {
@@ -106,21 +108,39 @@ export class InMemoryRuns {
   }
 
   runsRepository(): RunsRepository {
-    const fake: Pick<RunsRepository, 'find' | 'hasEarlierActiveRun' | 'start' | 'resumeAfterApproval' | 'park' | 'finish'> = {
+    const fake: Pick<RunsRepository, 'find' | 'start' | 'completeWithAnswer' | 'resumeAfterApproval' | 'park' | 'finish'> = {
       find: async (_tenantId, id) => (this.runs.has(id) ? this.view(id) : null),
-      hasEarlierActiveRun: async (_tenantId, run) =>
-        [...this.runs.values()].some(
-          (r) => r.sessionId === run.sessionId && !r.parentRunId && r.id !== run.id && !isTerminal(r.status) && (r.status !== 'queued' || r.createdAt < run.createdAt),
-        ),
       start: async (_tenantId, run) => {
+        this.repositoryCalls.push('start');
         const stored = this.run(run.id);
-        if (stored.status !== 'queued') return null;
+        if (stored.status !== 'queued') return { kind: 'not_queued' };
+        const earlier = [...this.runs.values()].some(
+          (r) => r.sessionId === run.sessionId && !r.parentRunId && r.id !== run.id && !isTerminal(r.status) && (r.status !== 'queued' || r.createdAt < run.createdAt),
+        );
+        if (!run.parentRunId && earlier) return { kind: 'waiting' };
         Object.assign(stored, { status: 'running', startedAt: new Date() });
         this.addMessage(run, { role: 'user', content: run.input });
-        return this.append(run.id, [
+        const seqs = this.append(run.id, [
           { type: 'run.started', data: { session_id: run.sessionId } },
           { type: 'message.created', data: { role: 'user', content: run.input } },
         ]);
+        return { kind: 'started', seqs, executorId: null };
+      },
+      completeWithAnswer: async (_tenantId, run, answer, usage) => {
+        this.repositoryCalls.push('completeWithAnswer');
+        const stored = this.run(run.id);
+        if (stored.status !== 'running') return null;
+        this.addMessage(run, { role: 'assistant', content: answer.content });
+        const now = new Date();
+        Object.assign(stored, { status: 'completed', completedAt: now, leaseOwner: null, leaseExpiresAt: null, output: answer.output, usage: usage.stored(stored.startedAt, now) });
+        const seqs = this.append(run.id, [
+          { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
+          { type: 'run.completed', data: { output: answer.output, usage: usage.event } },
+        ]);
+        const next = run.parentRunId
+          ? undefined
+          : [...this.runs.values()].filter((r) => r.sessionId === run.sessionId && !r.parentRunId && r.status === 'queued').sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())[0];
+        return { runningCallIds: [], seqs, startedAt: stored.startedAt, endedAt: now, nextQueuedRunId: next?.id ?? null };
       },
       resumeAfterApproval: async (_tenantId, runId) => {
         const stored = this.run(runId);
@@ -135,6 +155,7 @@ export class InMemoryRuns {
         return true;
       },
       finish: async (_tenantId, run, from, to, extra, event, openCalls) => {
+        this.repositoryCalls.push('finish');
         const stored = this.run(run.id);
         if (!from.includes(stored.status)) return null;
         const open = this.callsOf(run.id).filter((c) => OPEN_CALL_STATUSES.includes(c.status));
@@ -160,11 +181,14 @@ export class InMemoryRuns {
     const fake: Pick<RunMessagesRepository, 'modelContext' | 'lastAnswer'> = {
       // A sub-run sees its own messages; a top-level run the session's, less its sub-runs' work.
       // The budget is not applied here: these tests are about the loop, not the context.
-      modelContext: async (_tenantId, run) =>
-        this.messages.filter((m) =>
+      modelContext: async (_tenantId, run) => {
+        this.repositoryCalls.push('modelContext');
+        return this.messages.filter((m) =>
           run.parentRunId ? m.runId === run.id : m.sessionId === run.sessionId && !(m.runId && this.runs.get(m.runId)?.parentRunId),
-        ),
+        );
+      },
       lastAnswer: async (_tenantId, runId) => {
+        this.repositoryCalls.push('lastAnswer');
         const last = this.messages.filter((m) => m.runId === runId && m.role === 'assistant').at(-1);
         return last ? { content: last.content, hasToolCalls: (last.toolCalls ?? []).length > 0 } : null;
       },
@@ -176,13 +200,18 @@ export class InMemoryRuns {
     const live = (runId: string) => !isTerminal(this.run(runId).status);
     const fake: Pick<ToolCallsRepository, 'latestTurn' | 'all' | 'awaiting' | 'recordTurn' | 'markAwaiting' | 'markStarted' | 'finish'> = {
       latestTurn: async (_tenantId, runId) => {
+        this.repositoryCalls.push('latestTurn');
         const calls = this.callsOf(runId);
         const turn = calls.at(-1)?.turn;
         return calls.filter((c) => c.turn === turn).map((c) => ({ ...c }));
       },
-      all: async (_tenantId, runId) => this.callsOf(runId).map((c) => ({ ...c })),
+      all: async (_tenantId, runId) => {
+        this.repositoryCalls.push('all');
+        return this.callsOf(runId).map((c) => ({ ...c }));
+      },
       awaiting: async (_tenantId, runId) => this.callsOf(runId).filter((c) => c.status === 'awaiting_approval').map((c) => ({ ...c })),
       recordTurn: async (_tenantId, run, answer, events, usage) => {
+        this.repositoryCalls.push('recordTurn');
         if (!live(run.id)) return [];
         const last = this.callsOf(run.id).at(-1);
         const first = { seq: (last?.seq ?? 0) + 1, turn: (last?.turn ?? 0) + 1 };
