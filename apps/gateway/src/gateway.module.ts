@@ -5,6 +5,7 @@ import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AdminModule } from './admin/admin.module';
+import { ApiDocsModule } from './api-docs/api-docs.module';
 import { DelegationModule } from './delegation/delegation.module';
 import { HealthModule } from './health/health.module';
 import { HistoryModule } from './history/history.module';
@@ -96,6 +97,7 @@ const FEATURES = [
   SkillsModule,
   HealthModule,
   MetricsModule,
+  ApiDocsModule,
 ];
 
 @Module({})
