@@ -9,7 +9,7 @@
  */
 
 export const REFERENCE_CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export const REFERENCE_HTML = `<!doctype html>
 <html lang="en">
@@ -17,6 +17,7 @@ export const REFERENCE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Runbox API reference</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/docs/reference.css">
 <script src="/docs/reference.js" defer></script>
 </head>
