@@ -15,7 +15,7 @@ export const tenantSchema = z.object({
   browser_evaluate: z.boolean(),
   egress: domainRulesSchema.optional().describe('the egress rules (answered by GET and PATCH)'),
   created_at: timestamp(),
-});
+}).meta({ id: 'Tenant' });
 
 export const apiKeySchema = z.object({
   id: z.string(),
@@ -24,7 +24,7 @@ export const apiKeySchema = z.object({
   run_defaults: savedRunDefaults,
   created_at: timestamp(),
   revoked_at: timestamp().nullable(),
-});
+}).meta({ id: 'ApiKey' });
 export const apiKeyListSchema = listOf(apiKeySchema);
 
 export const issuedKeySchema = z.object({ id: z.string(), key: z.string().describe('the key itself: shown this once'), prefix: z.string() });

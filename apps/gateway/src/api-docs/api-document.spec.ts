@@ -11,7 +11,7 @@ import { REFERENCE_SCRIPT } from './reference-page';
 
 const body = z.object({ name: z.string().min(1), size: z.number().int().default(3) }).strict();
 const query = z.object({ limit: z.coerce.number().int().max(50).default(10).describe('how many'), after: z.string().optional() }).strict();
-const thing = z.object({ id: z.string(), name: z.string(), size: z.number().int() });
+const thing = z.object({ id: z.string(), name: z.string(), size: z.number().int() }).meta({ id: 'Thing' });
 
 @Controller('v1/things')
 @UseGuards(ApiKeyGuard)
@@ -113,8 +113,15 @@ describe('buildApiDocument', () => {
       required: true,
       content: { 'application/json': { schema: expect.objectContaining({ required: ['name'], additionalProperties: false }) } },
     });
-    expect(create.responses['201'].content?.['application/json'].schema).toEqual(expect.objectContaining({ required: ['id', 'name', 'size'] }));
+    expect(create.responses['201'].content?.['application/json'].schema).toEqual({ $ref: '#/components/schemas/Thing' });
     expect(create.parameters).toEqual([{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string' } }]);
+  });
+
+  it('shares a schema named with .meta({ id }) as one component', () => {
+    expect(doc.components.schemas.Thing).toEqual(expect.objectContaining({ required: ['id', 'name', 'size'], additionalProperties: false }));
+    expect(op('/v1/things', 'get').responses['200'].content?.['application/json'].schema).toEqual(
+      expect.objectContaining({ properties: { data: { type: 'array', items: { $ref: '#/components/schemas/Thing' } } } }),
+    );
   });
 
   it('turns a query schema into parameters, and :id into a path parameter with the id pattern', () => {

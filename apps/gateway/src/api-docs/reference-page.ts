@@ -114,7 +114,8 @@ export function renderReference(): void {
     function constraints(schema: Json): string {
       const parts: string[] = [];
       for (const key of ['minLength', 'maxLength', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'pattern', 'format', 'default']) {
-        if (schema[key] !== undefined) parts.push(`${key} ${JSON.stringify(schema[key])}`);
+        const value = schema[key];
+        if (value !== undefined) parts.push(`${key} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
       }
       return parts.join(', ');
     }

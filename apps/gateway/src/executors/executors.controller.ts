@@ -21,7 +21,7 @@ export const executorSchema = z.object({
   warm_pool: z.number().int(),
   version: z.string(),
   last_seen_ms: z.number().describe('milliseconds since it was last heard from'),
-});
+}).meta({ id: 'Executor' });
 const decommissionedSchema = z.object({
   executor_id: z.string(),
   decommissioned: z.literal(true),

@@ -18,5 +18,5 @@ export const mcpServerSchema = z.object({
   last_success_at: timestamp().nullable(),
   created_at: timestamp(),
   updated_at: timestamp(),
-}) satisfies z.ZodType<McpServerView>;
+}).meta({ id: 'McpServer' }) satisfies z.ZodType<McpServerView>;
 export const mcpServerListSchema = listOf(mcpServerSchema);

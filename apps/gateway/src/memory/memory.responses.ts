@@ -9,6 +9,6 @@ export const memorySchema = z.object({
   created_at: timestamp(),
   score: z.number().optional().describe('with `query`: how well it matched'),
   match: z.enum(['text', 'fuzzy']).optional().describe('with `query`: a full-text match, or substring/trigram similarity'),
-});
+}).meta({ id: 'Memory' });
 export const memoryListSchema = listOf(memorySchema);
 export const savedMemorySchema = memorySchema.extend({ created: z.boolean().describe('false when the same content was already stored in that scope') });

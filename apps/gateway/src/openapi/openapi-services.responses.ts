@@ -12,7 +12,7 @@ export const openApiServiceSchema = z.object({
   auth: z.object({ type: z.string() }).nullable(),
   tools: z.array(z.object({ name: z.string(), operation_id: z.string(), method: z.string(), path: z.string(), mutating: z.boolean() })),
   created_at: timestamp(),
-}) satisfies z.ZodType<ServiceView>;
+}).meta({ id: 'OpenApiService' }) satisfies z.ZodType<ServiceView>;
 export const openApiServiceListSchema = listOf(openApiServiceSchema);
 export const createdOpenApiServiceSchema = openApiServiceSchema.extend({
   skipped: z.array(z.object({ operation: z.string(), reason: z.string() })).describe('operations of the document that did not become tools, and why'),

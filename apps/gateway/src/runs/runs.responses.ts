@@ -25,7 +25,7 @@ export const runSchema = z.object({
   created_at: timestamp(),
   started_at: timestamp().nullable(),
   completed_at: timestamp().nullable(),
-});
+}).meta({ id: 'Run' });
 export type RunJson = z.output<typeof runSchema>;
 
 export const pendingApprovalSchema = z.object({

@@ -14,5 +14,5 @@ export const serverSchema = z.object({
   host_key_pinned_at: timestamp().nullable(),
   created_at: timestamp(),
   updated_at: timestamp(),
-}) satisfies z.ZodType<ServerView>;
+}).meta({ id: 'Server' }) satisfies z.ZodType<ServerView>;
 export const serverListSchema = listOf(serverSchema);

@@ -19,7 +19,7 @@ export const sessionSchema = z.object({
   created_at: timestamp(),
   sandbox: z.object({ state: z.string().describe('none, creating, running, stopped, ...') }),
   backend: backend.optional(),
-});
+}).meta({ id: 'Session' });
 
 export const messageSchema = z.object({
   id: z.string(),
@@ -29,7 +29,7 @@ export const messageSchema = z.object({
   tool_calls: z.array(z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }) })).optional(),
   tool_call_id: z.string().optional(),
   created_at: timestamp(),
-});
+}).meta({ id: 'Message' });
 export const messageListSchema = listOf(messageSchema);
 
 export { toolResultSchema };

@@ -24,7 +24,7 @@ export class ToolsController {
   }
 
   @Get('toolsets')
-  @ApiOperation({ summary: 'The named toolsets and the tools in each', response: toolsetListSchema })
+  @ApiOperation({ summary: 'The named toolsets and the tools in each', response: toolsetListSchema, tag: 'tools' })
   async toolsets(@TenantId() tenantId: string) {
     const own = [...(await this.tenantTools.list(tenantId)).tools.keys()];
     return { data: TOOLSET_NAMES.map((name) => ({ name, tools: name === 'all' ? [...this.registry.toolset(name), ...own].sort() : this.registry.toolset(name) })) };

@@ -11,6 +11,6 @@ export const toolSchema = z.object({
   available: z.boolean().describe('false when it cannot run on this deployment'),
   unavailable_reason: z.string().optional(),
   origin: z.string().optional().describe('for a tool the tenant added: its MCP server or OpenAPI service'),
-});
+}).meta({ id: 'Tool' });
 export const toolListSchema = listOf(toolSchema);
 export const toolsetListSchema = listOf(z.object({ name: z.enum(TOOLSET_NAMES), tools: z.array(z.string()) }));
