@@ -5,6 +5,7 @@ import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
 import type { Logger } from 'pino';
 import { AdminModule } from './admin/admin.module';
+import { ApiDocsModule } from './api-docs/api-docs.module';
 import { ConsoleModule } from './console/console.module';
 import { DelegationModule } from './delegation/delegation.module';
 import { FilesModule } from './files/files.module';
@@ -99,6 +100,7 @@ const FEATURES = [
   SkillsModule,
   HealthModule,
   MetricsModule,
+  ApiDocsModule,
   ConsoleModule,
 ];
 

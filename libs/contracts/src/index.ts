@@ -7,6 +7,7 @@ export * from './executor-ping/executor-ping.contract';
 export * from './executor-announce/executor-announce.contract';
 export * from './run-queue/run-queue.contract';
 export * from './run-events/run-events.contract';
+export * from './run-events/run-event-types';
 export * from './run-cancel/run-cancel.contract';
 export * from './tenant-limits';
 export * from './vps-transfer/vps-transfer.contract';

@@ -1,10 +1,12 @@
 import { Controller, Delete, Get, HttpCode, Patch, Post, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
 import { DomainRules } from '@app/egress';
-import { AppError } from '@app/errors';
+import { AppError, ErrorCode } from '@app/errors';
+import { ApiOperation } from '../api-docs/api-operation';
 import { AdminGuard } from '../auth/admin.guard';
 import { PathId, ValidBody, ValidQuery } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
+import { apiKeyListSchema, apiKeySchema, issuedKeySchema, tenantSchema } from './admin.responses';
 import { createApiKeySchema, createTenantSchema, listTenantsQuerySchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -20,6 +22,7 @@ export class AdminController {
   ) {}
 
   @Post('tenants')
+  @ApiOperation({ summary: 'Create a tenant', response: tenantSchema, errors: [ErrorCode.Conflict] })
   async createTenant(@ValidBody(createTenantSchema) input: z.output<typeof createTenantSchema>) {
     return tenantJson(await this.tenants.create(input.name, input.limits));
   }
@@ -32,6 +35,7 @@ export class AdminController {
   }
 
   @Get('tenants/:id')
+  @ApiOperation({ summary: 'Get a tenant with its limits, run defaults and egress rules', response: tenantSchema })
   async getTenant(@PathId('tenant') tenantId: string) {
     const tenant = await this.tenants.get(tenantId);
     return tenantJson(tenant, await this.egress.get(tenant.id));
@@ -45,6 +49,7 @@ export class AdminController {
    * browser_evaluate to the next call.
    */
   @Patch('tenants/:id')
+  @ApiOperation({ summary: "Change a tenant's limits, run defaults, egress rules, approval list or browser_evaluate", response: tenantSchema })
   async updateTenant(@PathId('tenant') tenantId: string, @ValidBody(updateTenantSchema) input: z.output<typeof updateTenantSchema>) {
     if (input.approval_required) this.checkToolNames(input.approval_required);
     let tenant = await this.tenants.get(tenantId);
@@ -67,17 +72,20 @@ export class AdminController {
 
   /** Sets (or, with null, clears) the defaults of runs made with this key, over the tenant's. */
   @Patch('api_keys/:id')
+  @ApiOperation({ summary: 'Set (or clear with null) the run defaults of an API key', response: apiKeySchema })
   async updateKey(@PathId('api key') keyId: string, @ValidBody(updateApiKeySchema) input: z.output<typeof updateApiKeySchema>) {
     return apiKeyJson(await this.tenants.setKeyRunDefaults(keyId, input.run_defaults));
   }
 
   @Get('tenants/:id/api_keys')
+  @ApiOperation({ summary: "List a tenant's API keys (never the keys themselves)", response: apiKeyListSchema })
   async listKeys(@PathId('tenant') tenantId: string) {
     const keys = await this.tenants.listKeys(tenantId);
     return { data: keys.map(apiKeyJson) };
   }
 
   @Post('tenants/:id/api_keys')
+  @ApiOperation({ summary: 'Issue an API key for a tenant; the key is shown once', response: issuedKeySchema })
   async createKey(
     @PathId('tenant') tenantId: string,
     @ValidBody(createApiKeySchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createApiKeySchema>,
@@ -88,12 +96,13 @@ export class AdminController {
 
   @Delete('api_keys/:id')
   @HttpCode(204)
+  @ApiOperation({ summary: 'Revoke an API key' })
   async revokeKey(@PathId('api key') keyId: string): Promise<void> {
     await this.tenants.revokeKey(keyId);
   }
 }
 
-function tenantJson(t: TenantView, egress?: DomainRules) {
+function tenantJson(t: TenantView, egress?: DomainRules): z.output<typeof tenantSchema> {
   return {
     id: t.id,
     name: t.name,
@@ -106,7 +115,7 @@ function tenantJson(t: TenantView, egress?: DomainRules) {
   };
 }
 
-function apiKeyJson(k: ApiKeyView) {
+function apiKeyJson(k: ApiKeyView): z.output<typeof apiKeySchema> {
   return {
     id: k.id,
     name: k.name,

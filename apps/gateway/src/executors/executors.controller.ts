@@ -1,7 +1,8 @@
 import { Controller, Get, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { AppError } from '@app/errors';
+import { AppError, ErrorCode } from '@app/errors';
 import { z } from 'zod';
+import { ApiOperation, listOf } from '../api-docs/api-operation';
 import { AdminGuard } from '../auth/admin.guard';
 import { ValidParam } from '../common/validation/request-parts';
 import { ExecutorAnnouncements } from './executor-announcements';
@@ -10,6 +11,23 @@ import { ExecutorSandboxesRepository } from './executor-sandboxes.repository';
 
 /** An executor id as RUNBOX_EXECUTOR_ID names it (its pinned NATS subjects carry it, so no dots or wildcards). */
 const executorIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/, 'an executor id: letters, digits, - and _ (up to 128)');
+
+export const executorSchema = z.object({
+  id: z.string(),
+  state: z.enum(['ready', 'draining', 'decommissioned']).describe('what the executor announces'),
+  standing: z.enum(['serving', 'lost', 'gone']).describe('what this gateway makes of it'),
+  capacity: z.number().int(),
+  sandboxes: z.number().int(),
+  warm_pool: z.number().int(),
+  version: z.string(),
+  last_seen_ms: z.number().describe('milliseconds since it was last heard from'),
+}).meta({ id: 'Executor' });
+const decommissionedSchema = z.object({
+  executor_id: z.string(),
+  decommissioned: z.literal(true),
+  sessions: z.number().int().describe('its sessions, released at once'),
+  on_loss: z.enum(['fail', 'recreate']).describe('what happens to them (RUNBOX_ON_EXECUTOR_LOSS)'),
+});
 
 /** The operator's view of the executors (/v1/admin/executors), and their decommissioning. */
 @Controller('v1/admin/executors')
@@ -24,6 +42,7 @@ export class ExecutorsController {
 
   /** The executors this gateway hears from, with their room and standing. */
   @Get()
+  @ApiOperation({ summary: 'The executors this gateway hears from, with their room and standing', response: listOf(executorSchema) })
   list() {
     return { data: this.registry.list().map(executorJson) };
   }
@@ -36,6 +55,7 @@ export class ExecutorsController {
    */
   @Post(':id/decommission')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Take an executor out of service for good', response: decommissionedSchema, errors: [ErrorCode.NotFound] })
   async decommission(@ValidParam('id', executorIdSchema) id: string) {
     const sessions = await this.sandboxes.countLive(id);
     if (sessions === 0 && !this.registry.list().some((e) => e.id === id)) throw AppError.notFound('executor', id);
@@ -44,7 +64,7 @@ export class ExecutorsController {
   }
 }
 
-function executorJson(e: ExecutorView) {
+function executorJson(e: ExecutorView): z.output<typeof executorSchema> {
   return {
     id: e.id,
     state: e.state,

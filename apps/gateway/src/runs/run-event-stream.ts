@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { TERMINAL_RUN_EVENTS } from '@app/contracts';
 import type { Request, Response } from 'express';
 import { isTerminal } from './run-status';
 import { RunEventsService } from './run-events.service';
 import { RunsService } from './runs.service';
 
-const TERMINAL_EVENTS = new Set(['run.completed', 'run.failed', 'run.cancelled']);
+const TERMINAL_EVENTS = new Set<string>(TERMINAL_RUN_EVENTS);
 const KEEPALIVE_MS = 15_000;
 
 /**

@@ -1,9 +1,11 @@
+import { RunEventType } from '@app/contracts';
 import { Tx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { RunStatus } from './run-status';
 
 export interface NewEvent {
-  type: string;
+  /** One of the types the API document describes (libs/contracts run-event-types). */
+  type: RunEventType;
   data: Record<string, unknown>;
 }
 

@@ -1,6 +1,8 @@
 import { Controller, Get, HttpCode, Post, Req, Res, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
+import { ErrorCode } from '@app/errors';
 import { z } from 'zod';
+import { ApiOperation } from '../api-docs/api-operation';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { emptyBodySchema } from '../common/metadata';
 import { ApiKeyId, RequestId, TenantId } from '../common/request-context';
@@ -11,6 +13,7 @@ import { ApprovalInput, approvalSchema, CreateRunInput, createRunSchema } from '
 import { RunView } from './runs.repository';
 import { RunTools, runToolsJson, RunToolSelection } from './run-tools';
 import { RunsService } from './runs.service';
+import { approvalAnswerSchema, pendingApprovalSchema, runDetailSchema, runEventsContent, RunJson, runListSchema, runSchema } from './runs.responses';
 import { ToolCallView } from './tool-calls.repository';
 
 const listQuerySchema = z
@@ -42,6 +45,12 @@ export class RunsController {
 
   @Post()
   @HttpCode(202)
+  @ApiOperation({
+    summary: 'Start a run: queued at once, executed by the agent loop (202)',
+    description: 'Without session_id a new session is made. An Idempotency-Key header makes a repeated POST answer the first run (with Idempotent-Replayed: true).',
+    response: runSchema,
+    errors: [ErrorCode.Conflict, ErrorCode.RateLimited, ErrorCode.QuotaExceeded],
+  })
   async create(
     @TenantId() tenantId: string,
     @ApiKeyId() apiKeyId: string,
@@ -56,12 +65,14 @@ export class RunsController {
   }
 
   @Get()
+  @ApiOperation({ summary: 'List runs, newest first', response: runListSchema })
   async list(@TenantId() tenantId: string, @ValidQuery(listQuerySchema) q: z.output<typeof listQuerySchema>) {
     const runs = await this.runs.list(tenantId, q.session_id, q.limit, q.parent_run_id);
     return { data: runs.map((run) => this.json(run)) };
   }
 
   @Get(':id')
+  @ApiOperation({ summary: 'Get a run, with the tool calls waiting for approval', response: runDetailSchema })
   async get(@TenantId() tenantId: string, @PathId('run') runId: string) {
     const run = await this.runs.get(tenantId, runId);
     const pending = run.status === 'requires_approval' ? await this.runs.pendingApprovals(tenantId, run.id) : [];
@@ -70,6 +81,7 @@ export class RunsController {
 
   @Post(':id/cancel')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Cancel a queued, running or waiting run (and its sub-runs)', response: runSchema, errors: [ErrorCode.Conflict] })
   // No body at all is the same as {}; a JSON null, array or any field is refused.
   async cancel(@TenantId() tenantId: string, @PathId('run') runId: string, @ValidBody(emptyBodySchema, { absent: {} }) _body: object) {
     const run = await this.control.cancel(tenantId, runId);
@@ -78,6 +90,7 @@ export class RunsController {
 
   @Post(':id/approvals')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Approve or deny a tool call waiting for a decision', response: approvalAnswerSchema, errors: [ErrorCode.Conflict] })
   async approve(@TenantId() tenantId: string, @PathId('run') runId: string, @ValidBody(approvalSchema) input: ApprovalInput) {
     const { run, callRunId } = await this.control.decide(tenantId, runId, input);
     return { ...this.json(run), tool_call_id: input.tool_call_id, tool_call_run_id: callRunId, decision: input.decision };
@@ -85,6 +98,11 @@ export class RunsController {
 
   /** Server-sent events from Last-Event-ID (or `last_event_id`) on: see RunEventStream. */
   @Get(':id/events')
+  @ApiOperation({
+    summary: "Stream a run's events (server-sent events), from Last-Event-ID (or last_event_id) on",
+    description: 'Stored events first, then live ones; the stream ends after the terminal event. A comment line (`: keepalive`) is sent when nothing happened for 15 s.',
+    response: runEventsContent,
+  })
   async stream(
     @TenantId() tenantId: string,
     @PathId('run') runId: string,
@@ -97,11 +115,11 @@ export class RunsController {
   }
 }
 
-function pendingJson(call: ToolCallView) {
+function pendingJson(call: ToolCallView): z.output<typeof pendingApprovalSchema> {
   return { tool_call_id: call.callId, run_id: call.runId, name: call.name, arguments: call.arguments, reason: call.reason, expires_at: call.expiresAt?.toISOString() ?? null };
 }
 
-export function runJson(run: RunView, tools: Pick<RunTools, 'tools' | 'dropped'>) {
+export function runJson(run: RunView, tools: Pick<RunTools, 'tools' | 'dropped'>): RunJson {
   return {
     id: run.id,
     session_id: run.sessionId,

@@ -1,5 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { ErrorCode } from '@app/errors';
 import { z } from 'zod';
+import { ApiOperation } from '../api-docs/api-operation';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { metadataSchema } from '../common/metadata';
 import { TenantId } from '../common/request-context';
@@ -7,6 +9,7 @@ import { PathId, ValidBody, ValidParam, ValidQuery } from '../common/validation/
 import { sessionBackendSchema } from '../servers/servers.schemas';
 import { SshSessionBackends } from '../servers/ssh-session-backends';
 import { MessageView, SessionView } from './sessions.repository';
+import { createdSessionSchema, messageListSchema, messageSchema, sessionSchema, toolResultSchema } from './sessions.responses';
 import { SessionsService } from './sessions.service';
 
 const createSessionSchema = z.object({ metadata: metadataSchema.optional(), backend: sessionBackendSchema.optional() }).strict();
@@ -32,6 +35,7 @@ export class SessionsController {
   ) {}
 
   @Post()
+  @ApiOperation({ summary: 'Create a session (its sandbox starts with its first tool call)', response: createdSessionSchema, errors: [ErrorCode.QuotaExceeded] })
   async create(@TenantId() tenantId: string, @ValidBody(createSessionSchema, { absent: {}, nullIsAbsent: true }) input: z.output<typeof createSessionSchema>) {
     const server = input.backend ? await this.sshBackends.resolveForNewSession(tenantId, input.backend.server) : undefined;
     const session = await this.sessions.create(tenantId, input.metadata ?? {});
@@ -49,6 +53,7 @@ export class SessionsController {
   }
 
   @Get(':id')
+  @ApiOperation({ summary: 'Get a session and the state of its sandbox', response: sessionSchema })
   async get(@TenantId() tenantId: string, @PathId('session') sessionId: string) {
     return this.view(tenantId, await this.sessions.get(tenantId, sessionId));
   }
@@ -60,11 +65,13 @@ export class SessionsController {
 
   @Delete(':id')
   @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a session: its runs are cancelled and its sandbox removed' })
   async delete(@TenantId() tenantId: string, @PathId('session') sessionId: string): Promise<void> {
     await this.sessions.delete(tenantId, sessionId);
   }
 
   @Get(':id/messages')
+  @ApiOperation({ summary: "The session's messages, oldest first", response: messageListSchema })
   async messages(@TenantId() tenantId: string, @PathId('session') sessionId: string, @ValidQuery(messagesQuerySchema) q: z.output<typeof messagesQuerySchema>) {
     const messages = await this.sessions.messages(tenantId, sessionId, { includeSubRuns: q.include_children === 'true' });
     return { data: messages.map(messageJson) };
@@ -72,6 +79,11 @@ export class SessionsController {
 
   @Post(':id/tools/:name')
   @HttpCode(200)
+  @ApiOperation({
+    summary: "Run one tool in the session's sandbox, with no model",
+    response: toolResultSchema,
+    errors: [ErrorCode.QuotaExceeded, ErrorCode.ExecutorUnavailable, ErrorCode.ExecutorLost, ErrorCode.SandboxFailed],
+  })
   async runTool(
     @TenantId() tenantId: string,
     @PathId('session') sessionId: string,
@@ -82,11 +94,11 @@ export class SessionsController {
   }
 }
 
-function sessionJson(s: SessionView) {
+function sessionJson(s: SessionView): z.output<typeof sessionSchema> {
   return { id: s.id, status: s.status, metadata: s.metadata, created_at: s.createdAt.toISOString(), sandbox: { state: s.sandboxState } };
 }
 
-export function messageJson(m: MessageView) {
+export function messageJson(m: MessageView): z.output<typeof messageSchema> {
   return {
     id: m.id,
     run_id: m.runId,

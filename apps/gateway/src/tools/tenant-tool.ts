@@ -1,4 +1,5 @@
 import { Provider, Type } from '@nestjs/common';
+import { RunEventType } from '@app/contracts';
 import { GatewayTool } from './gateway-tool';
 
 /**
@@ -28,7 +29,7 @@ export interface TenantTool extends GatewayTool {
 export interface TenantToolProblem {
   /** Identifies the problem within a run, so a run reports it once, not at every turn. */
   key: string;
-  event: { type: string; data: Record<string, unknown> };
+  event: { type: RunEventType; data: Record<string, unknown> };
 }
 
 export interface TenantToolListing {

@@ -20,6 +20,9 @@ export interface CatalogueRoute extends RouteParts {
   method: string;
   /** Express-style: `/v1/runs/:id/events`. */
   path: string;
+  /** Where the route is declared, for metadata beside the handler (its operation, guards). */
+  controller: Type;
+  handler: string;
 }
 
 interface ParamMetadata {
@@ -45,10 +48,15 @@ export function routeParts(controller: Type, handler: string): RouteParts {
   return parts;
 }
 
-/** Every HTTP route of the app with what it validates: the fuzz test's map of the API. */
+/** Every HTTP route of the app with what it validates: the fuzz test's and the API document's map of the API. */
 export function routeCatalogue(app: INestApplicationContext): CatalogueRoute[] {
+  return routesOf(app.get(ModulesContainer));
+}
+
+/** The same, from inside the app (a provider can inject ModulesContainer). */
+export function routesOf(modules: ModulesContainer): CatalogueRoute[] {
   const routes: CatalogueRoute[] = [];
-  for (const module of app.get(ModulesContainer).values()) {
+  for (const module of modules.values()) {
     for (const wrapper of module.controllers.values()) {
       const controller = wrapper.metatype as Type | null;
       if (!controller) continue;
@@ -60,7 +68,7 @@ export function routeCatalogue(app: INestApplicationContext): CatalogueRoute[] {
         const method = Reflect.getMetadata(METHOD_METADATA, fn) as RequestMethod | undefined;
         if (path === undefined || method === undefined) continue;
         const full = `/${[base, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
-        routes.push({ method: RequestMethod[method], path: full, ...routeParts(controller, handler) });
+        routes.push({ method: RequestMethod[method], path: full, controller, handler, ...routeParts(controller, handler) });
       }
     }
   }
