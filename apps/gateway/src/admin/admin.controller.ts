@@ -6,7 +6,7 @@ import { ApiOperation } from '../api-docs/api-operation';
 import { AdminGuard } from '../auth/admin.guard';
 import { PathId, ValidBody, ValidQuery } from '../common/validation/request-parts';
 import { ApiKeyView, TenantView } from '../tenants/tenants.repository';
-import { apiKeyListSchema, apiKeySchema, issuedKeySchema, tenantSchema } from './admin.responses';
+import { apiKeyListSchema, apiKeySchema, issuedKeySchema, tenantListSchema, tenantSchema } from './admin.responses';
 import { createApiKeySchema, createTenantSchema, listTenantsQuerySchema, updateApiKeySchema, updateTenantSchema } from './admin.schemas';
 import { TenantsService } from '../tenants/tenants.service';
 import { ToolRegistry } from '../tools/tool-registry';
@@ -29,6 +29,7 @@ export class AdminController {
 
   /** Newest first, without egress rules (read one tenant for those). */
   @Get('tenants')
+  @ApiOperation({ summary: 'List tenants, newest first (without egress rules)', response: tenantListSchema })
   async listTenants(@ValidQuery(listTenantsQuerySchema) q: z.output<typeof listTenantsQuerySchema>) {
     const tenants = await this.tenants.list(q.limit);
     return { data: tenants.map((t) => tenantJson(t)) };

@@ -17,6 +17,8 @@ export const tenantSchema = z.object({
   created_at: timestamp(),
 }).meta({ id: 'Tenant' });
 
+export const tenantListSchema = listOf(tenantSchema);
+
 export const apiKeySchema = z.object({
   id: z.string(),
   name: z.string().nullable(),

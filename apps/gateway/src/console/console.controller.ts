@@ -1,6 +1,7 @@
 import { Controller, Get, Inject, Param, Res } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
 import type { Response } from 'express';
+import { ApiOperation, plainText } from '../api-docs/api-operation';
 import { CONSOLE_CSP, ConsoleAsset } from './console-assets';
 
 export const CONSOLE_ASSETS = Symbol('CONSOLE_ASSETS');
@@ -15,11 +16,13 @@ export class ConsoleController {
   constructor(@Inject(CONSOLE_ASSETS) private readonly assets: Map<string, ConsoleAsset>) {}
 
   @Get()
+  @ApiOperation({ summary: 'The web console (docs/console.md)', response: plainText('text/html; charset=utf-8', 'the console page'), tag: 'console' })
   index(@Res() res: Response): void {
     this.send(res, 'index.html');
   }
 
   @Get(':file')
+  @ApiOperation({ summary: "One of the console's static files (its script and style sheet)", response: plainText('text/javascript; charset=utf-8', 'the file'), tag: 'console' })
   file(@Param('file') file: string, @Res() res: Response): void {
     this.send(res, file);
   }

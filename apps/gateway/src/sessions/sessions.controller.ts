@@ -9,7 +9,7 @@ import { PathId, ValidBody, ValidParam, ValidQuery } from '../common/validation/
 import { sessionBackendSchema } from '../servers/servers.schemas';
 import { SshSessionBackends } from '../servers/ssh-session-backends';
 import { MessageView, SessionView } from './sessions.repository';
-import { createdSessionSchema, messageListSchema, messageSchema, sessionSchema, toolResultSchema } from './sessions.responses';
+import { createdSessionSchema, messageListSchema, messageSchema, sessionListSchema, sessionSchema, toolResultSchema } from './sessions.responses';
 import { SessionsService } from './sessions.service';
 
 const createSessionSchema = z.object({ metadata: metadataSchema.optional(), backend: sessionBackendSchema.optional() }).strict();
@@ -46,6 +46,7 @@ export class SessionsController {
 
   /** The tenant's live sessions, newest first, a page at a time. */
   @Get()
+  @ApiOperation({ summary: 'List sessions, newest first (paginated with cursor)', response: sessionListSchema })
   async list(@TenantId() tenantId: string, @ValidQuery(listQuerySchema) q: z.output<typeof listQuerySchema>) {
     const page = await this.sessions.list(tenantId, q.limit, q.cursor);
     const data = await Promise.all(page.sessions.map((session) => this.view(tenantId, session)));

@@ -21,6 +21,8 @@ export const sessionSchema = z.object({
   backend: backend.optional(),
 }).meta({ id: 'Session' });
 
+export const sessionListSchema = listOf(sessionSchema).extend({ next_cursor: z.string().nullable().describe('pass as cursor for the next page; null on the last') });
+
 export const messageSchema = z.object({
   id: z.string(),
   run_id: z.string().nullable(),
