@@ -1,9 +1,10 @@
 import { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@app/config';
-import { eventually, queryDatabase, removeExecutorResources, ScriptedModelServer } from '@app/testing';
+import { eventually, queryDatabase, RecordedRequest, removeExecutorResources, ScriptedModelServer } from '@app/testing';
 import Docker from 'dockerode';
 import { AddressInfo } from 'node:net';
 import { createGateway } from '../apps/gateway/src/bootstrap';
+import { RunWorkers } from '../apps/gateway/src/runs/run-workers';
 import { DockerEngine } from './support/docker-engines';
 import { ExecutorProcess } from './support/executor-processes';
 import { TenantCredentials, TestStack } from './support/test-stack';
@@ -180,7 +181,7 @@ describe('executors on their own Docker engines', () => {
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(cut.status).toBe(503);
     expect(cut.body.error.details).toEqual({ outcome_unknown: true });
-    expect(cut.body.error.message).toContain('went silent during the call');
+    expect(cut.body.error.message).toContain('went away during the call');
     const gone = await terminal(session, 'cat /workspace/mark');
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(gone.status).toBe(503);
@@ -205,6 +206,43 @@ describe('executors on their own Docker engines', () => {
     const back = await terminal(session, 'cat /workspace/mark');
     expect(back.status).toBe(200);
     expect(back.body.output).toContain('kept');
+  }, 120_000);
+
+  it('never reports a call lost while its executor only stalls past its heartbeats, and a kill during the stall still ends it', async () => {
+    const executor = await startExecutor('stall-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'true')).status).toBe(200);
+    const [container] = await engineOf.get('stall-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    let settled = false;
+    const call = terminal(session, 'touch /workspace/started; sleep 1; echo finished', undefined, { max_wait_ms: 30_000, timeout_seconds: 30 }).finally(() => (settled = true));
+    await eventually('the call to start', () => fileExists('stall-a', container.Id, '/workspace/started'));
+
+    // A scheduling pause on a loaded machine, made long: no heartbeat for well past three.
+    executor.pause();
+    await eventually('stall-a to be counted lost', async () => (await listed()).some((e) => e.id === 'stall-a' && e.standing === 'lost'));
+    // The gateway has looked again and still hears nothing: a new call is not even sent.
+    const meanwhile = await terminal(session, 'echo not sent');
+    expect(meanwhile.status).toBe(503);
+    expect(meanwhile.body.error.message).toContain('has not been heard from');
+    // Yet the call it took is still awaited: the stalled process still holds its connection.
+    expect(settled).toBe(false);
+    executor.resume();
+    const done = await call;
+    expect(done.status).toBe(200);
+    expect(done.body.output).toContain('finished');
+
+    // Stalled again, then killed: the call in flight is ended once the process is gone.
+    const second = terminal(session, 'touch /workspace/second; sleep 60', undefined, { max_wait_ms: 90_000, timeout_seconds: 90 });
+    await eventually('the second call to start', () => fileExists('stall-a', container.Id, '/workspace/second'));
+    executor.pause();
+    await eventually('stall-a to be counted lost', async () => (await listed()).some((e) => e.id === 'stall-a' && e.standing === 'lost'));
+    const killed = Date.now();
+    await executor.kill('SIGKILL');
+    const cut = await second;
+    expect(Date.now() - killed).toBeLessThan(10_000);
+    expect(cut.status).toBe(503);
+    expect(cut.body.error.details).toEqual({ outcome_unknown: true });
+    expect(cut.body.error.message).toContain('went away during the call');
   }, 120_000);
 
   it('after the grace: `fail` answers 410 executor_lost, `recreate` starts an empty sandbox elsewhere and says so', async () => {
@@ -309,7 +347,10 @@ describe('executors on their own Docker engines', () => {
     const ids = ['roll-a', 'roll-b', 'roll-c'];
     await Promise.all(ids.map((id, i) => startExecutor(id, i as 0 | 1 | 2, 2)));
     const sessions = [await newSession(), await newSession(), await newSession()];
-    for (const id of sessions) expect((await terminal(id, 'true')).status).toBe(200);
+    for (const id of sessions) {
+      const placed = await terminal(id, 'true');
+      expect({ status: placed.status, error: placed.body.error }).toEqual({ status: 200, error: undefined });
+    }
     expect(new Set(await Promise.all(sessions.map(holderOf))).size).toBe(3);
 
     // Each session appends numbered lines; a 503 (nothing ran) is tried again, anything else is a lost call.
@@ -342,4 +383,64 @@ describe('executors on their own Docker engines', () => {
       expect(log.body.output.split('stdout:\n')[1]?.trim().split('\n') ?? log.body.output).toEqual(Array.from({ length: counts[i] }, (_, n) => String(n)));
     }
   }, 240_000);
+  /** What the model was last told: the newest tool result in its request. */
+  const lastToolResult = (request: RecordedRequest): string => request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
+  const slowCall = { command: 'touch /workspace/started; sleep 60; echo too-late', max_wait_ms: 90_000, timeout_seconds: 90 };
+
+  it('ends a run whose executor goes away during its tool call under `fail`, saying the call may or may not have run', async () => {
+    const doomed = await startExecutor('runloss-fail', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'true')).status).toBe(200);
+    const [container] = await engineOf.get('runloss-fail')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    model.enqueue({ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: slowCall }] });
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'run the slow thing', session_id: session } });
+    expect(created.status).toBe(202);
+    await eventually('the run\'s call to start', () => fileExists('runloss-fail', container.Id, '/workspace/started'));
+
+    await doomed.kill('SIGKILL');
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id, undefined, 30_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toContain('went away during the call');
+    expect(run.error).toContain('check its effects');
+  }, 120_000);
+
+  it('carries a run whose executor goes away during its tool call under `recreate` on to a new sandbox elsewhere, telling the model', async () => {
+    const doomed = await startExecutor('runloss-a', 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo old > /workspace/mark')).status).toBe(200);
+    await startExecutor('runloss-b', 2);
+    const recreating = await startGateway({ RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: String(SHORT_GRACE_SECONDS), RUNBOX_ON_EXECUTOR_LOSS: 'recreate' });
+    // From here on only that gateway takes runs (the stack's gateway stops pulling, as at its shutdown).
+    await stack.gatewayApp.get(RunWorkers).beforeApplicationShutdown();
+    const [container] = await engineOf.get('runloss-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    const told: string[] = [];
+    model.enqueue(
+      { toolCalls: [{ id: 'call_1', name: 'terminal', arguments: slowCall }] },
+      (request) => {
+        told.push(lastToolResult(request));
+        return { toolCalls: [{ id: 'call_2', name: 'terminal', arguments: { command: 'ls -A /workspace; echo listed' } }] };
+      },
+      (request) => {
+        told.push(lastToolResult(request));
+        return { content: 'carried on' };
+      },
+    );
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'keep working', session_id: session }, baseUrl: recreating });
+    expect(created.status).toBe(202);
+    await eventually('the run\'s call to start', () => fileExists('runloss-a', container.Id, '/workspace/started'));
+
+    await doomed.kill('SIGKILL');
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id, undefined, 60_000);
+    expect(run.status).toBe('completed');
+    expect(told).toHaveLength(2);
+    // The call in flight: its outcome and the whole workspace are lost, and the model hears both.
+    expect(told[0]).toContain('went away during the call');
+    expect(told[0]).toContain('workspace was lost');
+    // The next call ran in a new, empty sandbox on the other executor, with the note.
+    expect(told[1]).toContain('listed');
+    expect(told[1]).toContain('workspace');
+    expect(told[1]).toContain('lost');
+    expect(told[1]).not.toContain('mark');
+    expect(await holderOf(session)).toBe('runloss-b');
+  }, 180_000);
 });
