@@ -1,9 +1,11 @@
 import { INestApplication } from '@nestjs/common';
 import { loadConfig } from '@app/config';
-import { eventually, queryDatabase, removeExecutorResources, ScriptedModelServer } from '@app/testing';
+import { eventually, queryDatabase, RecordedRequest, removeExecutorResources, ScriptedModelServer } from '@app/testing';
 import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { createGateway } from '../apps/gateway/src/bootstrap';
+import { RunWorkers } from '../apps/gateway/src/runs/run-workers';
 import { DockerEngine } from './support/docker-engines';
 import { ExecutorProcess } from './support/executor-processes';
 import { TenantCredentials, TestStack } from './support/test-stack';
@@ -29,6 +31,13 @@ describe('executors on their own Docker engines', () => {
   const gateways: INestApplication[] = [];
   const model = new ScriptedModelServer();
   const executors = new Map<string, ExecutorProcess>();
+  /**
+   * Executor ids of this run: executors on the host's engine are told apart by their id
+   * alone, and a concurrent run of this suite (another checkout on the same machine) must
+   * not sweep or remove this one's containers as its own.
+   */
+  const runTag = randomBytes(3).toString('hex');
+  const ex = (name: string): string => `${name}-${runTag}`;
   const engineOf = new Map<string, Docker>();
 
   beforeAll(async () => {
@@ -56,9 +65,10 @@ describe('executors on their own Docker engines', () => {
   }, 300_000);
 
   afterAll(async () => {
-    for (const executor of executors.values()) await executor.stop();
-    for (const gateway of gateways) await gateway.close();
-    for (const id of executors.keys()) await removeExecutorResources(id);
+    await Promise.all([...executors.values()].map((executor) => executor.stop()));
+    await Promise.all(gateways.map((gateway) => gateway.close()));
+    // Nineteen executors' leftovers on the host's engine: removed side by side, not one after another.
+    await Promise.all([...executors.keys()].map((id) => removeExecutorResources(id)));
     await stack?.stop();
     await Promise.all(engines.map((e) => e.stop()));
     await model.stop();
@@ -121,7 +131,7 @@ describe('executors on their own Docker engines', () => {
   }
 
   it('places each new session on the executor with the most free room, and answers 503 with Retry-After once all are full', async () => {
-    await Promise.all([startExecutor('place-a', 0, 1), startExecutor('place-b', 1, 3), startExecutor('place-c', 2, 5)]);
+    await Promise.all([startExecutor(ex('place-a'), 0, 1), startExecutor(ex('place-b'), 1, 3), startExecutor(ex('place-c'), 2, 5)]);
     const sessions: string[] = [];
     for (let i = 0; i < 6; i++) {
       const id = await newSession();
@@ -130,14 +140,14 @@ describe('executors on their own Docker engines', () => {
       expect(res.status).toBe(200);
     }
     // Most free first: c (5) takes two, then b and c alternate; a (1 slot) is never the freest.
-    expect([await sandboxesOf('place-a'), await sandboxesOf('place-b'), await sandboxesOf('place-c')]).toEqual([0, 2, 4]);
+    expect([await sandboxesOf(ex('place-a')), await sandboxesOf(ex('place-b')), await sandboxesOf(ex('place-c'))]).toEqual([0, 2, 4]);
 
     for (let i = 0; i < 3; i++) {
       const id = await newSession();
       sessions.push(id);
       expect((await terminal(id, 'echo placed')).status).toBe(200);
     }
-    expect([await sandboxesOf('place-a'), await sandboxesOf('place-b'), await sandboxesOf('place-c')]).toEqual([1, 3, 5]);
+    expect([await sandboxesOf(ex('place-a')), await sandboxesOf(ex('place-b')), await sandboxesOf(ex('place-c'))]).toEqual([1, 3, 5]);
 
     const full = await terminal(await newSession(), 'echo nowhere');
     expect(full.status).toBe(503);
@@ -151,14 +161,14 @@ describe('executors on their own Docker engines', () => {
   }, 180_000);
 
   it('never overfills an executor when gateways place at once: a full one refuses and the next is tried', async () => {
-    await Promise.all([startExecutor('race-a', 1, 1), startExecutor('race-b', 2, 3)]);
+    await Promise.all([startExecutor(ex('race-a'), 1, 1), startExecutor(ex('race-b'), 2, 3)]);
     const urls = [undefined, await startGateway({}), await startGateway({}), await startGateway({})];
     const sessions = await Promise.all(urls.map(() => newSession()));
     // Four gateways each see race-b with the most room (3 against 1) and send their session
     // there at the same moment: it takes three and refuses the fourth, which goes to race-a.
     const answers = await Promise.all(sessions.map((id, i) => terminal(id, 'echo raced', urls[i])));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
-    expect([await sandboxesOf('race-a'), await sandboxesOf('race-b')]).toEqual([1, 3]);
+    expect([await sandboxesOf(ex('race-a')), await sandboxesOf(ex('race-b'))]).toEqual([1, 3]);
     const fifth = await terminal(await newSession(), 'echo no room', urls[1]);
     expect(fifth.status).toBe(503);
     expect(fifth.body.error.code).toBe('executor_unavailable');
@@ -166,12 +176,12 @@ describe('executors on their own Docker engines', () => {
   }, 120_000);
 
   it('answers a killed executor’s sessions with 503 at once, and the same id back has the workspace', async () => {
-    const executor = await startExecutor('kill-a', 1);
+    const executor = await startExecutor(ex('kill-a'), 1);
     const session = await newSession();
     expect((await terminal(session, 'echo kept > /workspace/mark')).status).toBe(200);
-    const [container] = await engineOf.get('kill-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    const [container] = await engineOf.get(ex('kill-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
     const slow = terminal(session, 'touch /workspace/started; sleep 60; echo too-late', undefined, { max_wait_ms: 90_000, timeout_seconds: 90 });
-    await eventually('the slow call to start', () => fileExists('kill-a', container.Id, '/workspace/started'));
+    await eventually('the slow call to start', () => fileExists(ex('kill-a'), container.Id, '/workspace/started'));
 
     await executor.kill('SIGKILL');
     const began = Date.now();
@@ -180,7 +190,7 @@ describe('executors on their own Docker engines', () => {
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(cut.status).toBe(503);
     expect(cut.body.error.details).toEqual({ outcome_unknown: true });
-    expect(cut.body.error.message).toContain('went silent during the call');
+    expect(cut.body.error.message).toContain('went away during the call');
     const gone = await terminal(session, 'cat /workspace/mark');
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(gone.status).toBe(503);
@@ -188,7 +198,7 @@ describe('executors on their own Docker engines', () => {
     expect(gone.headers.get('retry-after')).not.toBeNull();
 
     // Once its heartbeats are missed the gateway does not even send the call.
-    await eventually('kill-a to be counted lost', async () => (await listed()).some((e) => e.id === 'kill-a' && e.standing === 'lost'));
+    await eventually('kill-a to be counted lost', async () => (await listed()).some((e) => e.id === ex('kill-a') && e.standing === 'lost'));
     const lost = await terminal(session, 'cat /workspace/mark');
     expect(lost.status).toBe(503);
     expect(lost.body.error.message).toContain('has not been heard from');
@@ -201,23 +211,60 @@ describe('executors on their own Docker engines', () => {
     expect(run.error).toContain('has not been heard from');
     expect(run.error).toContain('temporary');
 
-    await startExecutor('kill-a', 1);
+    await startExecutor(ex('kill-a'), 1);
     const back = await terminal(session, 'cat /workspace/mark');
     expect(back.status).toBe(200);
     expect(back.body.output).toContain('kept');
   }, 120_000);
 
+  it('never reports a call lost while its executor only stalls past its heartbeats, and a kill during the stall still ends it', async () => {
+    const executor = await startExecutor(ex('stall-a'), 1);
+    const session = await newSession();
+    expect((await terminal(session, 'true')).status).toBe(200);
+    const [container] = await engineOf.get(ex('stall-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    let settled = false;
+    const call = terminal(session, 'touch /workspace/started; sleep 1; echo finished', undefined, { max_wait_ms: 30_000, timeout_seconds: 30 }).finally(() => (settled = true));
+    await eventually('the call to start', () => fileExists(ex('stall-a'), container.Id, '/workspace/started'));
+
+    // A scheduling pause on a loaded machine, made long: no heartbeat for well past three.
+    executor.pause();
+    await eventually('stall-a to be counted lost', async () => (await listed()).some((e) => e.id === ex('stall-a') && e.standing === 'lost'));
+    // The gateway has looked again and still hears nothing: a new call is not even sent.
+    const meanwhile = await terminal(session, 'echo not sent');
+    expect(meanwhile.status).toBe(503);
+    expect(meanwhile.body.error.message).toContain('has not been heard from');
+    // Yet the call it took is still awaited: the stalled process still holds its connection.
+    expect(settled).toBe(false);
+    executor.resume();
+    const done = await call;
+    expect(done.status).toBe(200);
+    expect(done.body.output).toContain('finished');
+
+    // Stalled again, then killed: the call in flight is ended once the process is gone.
+    const second = terminal(session, 'touch /workspace/second; sleep 60', undefined, { max_wait_ms: 90_000, timeout_seconds: 90 });
+    await eventually('the second call to start', () => fileExists(ex('stall-a'), container.Id, '/workspace/second'));
+    executor.pause();
+    await eventually('stall-a to be counted lost', async () => (await listed()).some((e) => e.id === ex('stall-a') && e.standing === 'lost'));
+    const killed = Date.now();
+    await executor.kill('SIGKILL');
+    const cut = await second;
+    expect(Date.now() - killed).toBeLessThan(10_000);
+    expect(cut.status).toBe(503);
+    expect(cut.body.error.details).toEqual({ outcome_unknown: true });
+    expect(cut.body.error.message).toContain('went away during the call');
+  }, 120_000);
+
   it('after the grace: `fail` answers 410 executor_lost, `recreate` starts an empty sandbox elsewhere and says so', async () => {
-    const doomed = await startExecutor('grace-a', 1);
+    const doomed = await startExecutor(ex('grace-a'), 1);
     const session = await newSession();
     expect((await terminal(session, 'echo lost > /workspace/mark')).status).toBe(200);
-    await startExecutor('grace-b', 2);
+    await startExecutor(ex('grace-b'), 2);
     const grace = { RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: String(SHORT_GRACE_SECONDS) };
     const failing = await startGateway({ ...grace, RUNBOX_ON_EXECUTOR_LOSS: 'fail' });
     const recreatingUrl = await startGateway({ ...grace, RUNBOX_ON_EXECUTOR_LOSS: 'recreate' });
 
     await doomed.kill('SIGKILL');
-    await eventually('grace-a to be gone past its grace', async () => (await listed(failing)).some((e) => e.id === 'grace-a' && e.standing === 'gone'), 30_000);
+    await eventually('grace-a to be gone past its grace', async () => (await listed(failing)).some((e) => e.id === ex('grace-a') && e.standing === 'gone'), 30_000);
     // The main gateway, with its long grace, still waits for it.
     expect((await terminal(session, 'cat /workspace/mark')).status).toBe(503);
     const failed = await terminal(session, 'cat /workspace/mark', failing);
@@ -230,7 +277,7 @@ describe('executors on their own Docker engines', () => {
     expect(recreated.body.output).toContain('lost');
     expect(recreated.body.output).not.toContain('mark');
     expect(recreated.body.metadata.workspace_lost).toBe(true);
-    expect(await holderOf(session)).toBe('grace-b');
+    expect(await holderOf(session)).toBe(ex('grace-b'));
     // From then on it is grace-b's session, for either gateway, with no note.
     const next = await terminal(session, 'echo again');
     expect(next.status).toBe(200);
@@ -240,21 +287,21 @@ describe('executors on their own Docker engines', () => {
   }, 120_000);
 
   it('drains on SIGTERM: the call in flight completes, new sessions go elsewhere, and it comes back with its sessions', async () => {
-    const draining = await startExecutor('drain-a', 1);
+    const draining = await startExecutor(ex('drain-a'), 1);
     const session = await newSession();
     expect((await terminal(session, 'echo before > /workspace/mark')).status).toBe(200);
-    await startExecutor('drain-b', 2);
-    const [container] = await engineOf.get('drain-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    await startExecutor(ex('drain-b'), 2);
+    const [container] = await engineOf.get(ex('drain-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
 
     const inFlight = terminal(session, 'touch /workspace/started; sleep 2; echo finished-in-drain');
     // In flight once the command runs in the sandbox.
-    await eventually('the slow call to start', () => fileExists('drain-a', container.Id, '/workspace/started'));
+    await eventually('the slow call to start', () => fileExists(ex('drain-a'), container.Id, '/workspace/started'));
     const stopping = draining.kill('SIGTERM');
     // Taking no new session from the moment it drains: a new one goes to drain-b.
-    await eventually('drain-a to announce it is draining', async () => (await listed()).some((e) => e.id === 'drain-a' && e.state === 'draining'));
+    await eventually('drain-a to announce it is draining', async () => (await listed()).some((e) => e.id === ex('drain-a') && e.state === 'draining'));
     const fresh = await newSession();
     expect((await terminal(fresh, 'echo elsewhere')).status).toBe(200);
-    expect(await holderOf(fresh)).toBe('drain-b');
+    expect(await holderOf(fresh)).toBe(ex('drain-b'));
 
     const finished = await inFlight;
     expect(finished.status).toBe(200);
@@ -264,52 +311,55 @@ describe('executors on their own Docker engines', () => {
     expect(meanwhile.status).toBe(503);
     expect(meanwhile.headers.get('retry-after')).not.toBeNull();
 
-    await startExecutor('drain-a', 1);
+    await startExecutor(ex('drain-a'), 1);
     const back = await terminal(session, 'cat /workspace/mark');
     expect(back.body.output).toContain('before');
-    const [same] = await engineOf.get('drain-a')!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    const [same] = await engineOf.get(ex('drain-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
     expect(same.Id).toBe(container.Id);
   }, 120_000);
 
   it('decommissions an executor: no new session goes there, and its sessions are released per the loss policy', async () => {
-    await startExecutor('retire-a', 1);
+    await startExecutor(ex('retire-a'), 1);
     const session = await newSession();
     expect((await terminal(session, 'echo old > /workspace/mark')).status).toBe(200);
-    await startExecutor('retire-b', 2);
+    await startExecutor(ex('retire-b'), 2);
     const recreatingUrl = await startGateway({ RUNBOX_ON_EXECUTOR_LOSS: 'recreate' });
 
-    expect((await stack.request('POST', '/v1/admin/executors/retire-a/decommission', { key: tenant.apiKey })).status).toBe(401);
+    expect((await stack.request('POST', `/v1/admin/executors/${ex('retire-a')}/decommission`, { key: tenant.apiKey })).status).toBe(401);
     expect((await stack.request('POST', '/v1/admin/executors/nobody-here/decommission', admin())).status).toBe(404);
     const malformed = await stack.request('POST', '/v1/admin/executors/a.b*/decommission', admin());
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.message).toContain('an executor id');
-    const retired = await stack.request('POST', '/v1/admin/executors/retire-a/decommission', admin());
+    const retired = await stack.request('POST', `/v1/admin/executors/${ex('retire-a')}/decommission`, admin());
     expect(retired.status).toBe(200);
-    expect(retired.body).toEqual({ executor_id: 'retire-a', decommissioned: true, sessions: 1, on_loss: 'fail' });
+    expect(retired.body).toEqual({ executor_id: ex('retire-a'), decommissioned: true, sessions: 1, on_loss: 'fail' });
 
     const failed = await terminal(session, 'cat /workspace/mark');
     expect(failed.status).toBe(410);
     expect(failed.body.error.code).toBe('executor_lost');
     expect(failed.body.error.message).toContain('decommissioned');
     // The executor heard it too, and says so in its heartbeats.
-    await eventually('retire-a to announce its decommission', async () => (await listed()).some((e) => e.id === 'retire-a' && e.state === 'decommissioned'));
+    await eventually('retire-a to announce its decommission', async () => (await listed()).some((e) => e.id === ex('retire-a') && e.state === 'decommissioned'));
     for (let i = 0; i < 3; i++) {
       const fresh = await newSession();
       expect((await terminal(fresh, 'echo new')).status).toBe(200);
-      expect(await holderOf(fresh)).toBe('retire-b');
+      expect(await holderOf(fresh)).toBe(ex('retire-b'));
     }
     const moved = await terminal(session, 'ls -A /workspace', recreatingUrl);
     expect(moved.status).toBe(200);
     expect(moved.body.output).toContain('decommissioned');
     expect(moved.body.metadata.workspace_lost).toBe(true);
-    expect(await holderOf(session)).toBe('retire-b');
+    expect(await holderOf(session)).toBe(ex('retire-b'));
   }, 120_000);
 
   it('loses no call while every executor is restarted one by one', async () => {
-    const ids = ['roll-a', 'roll-b', 'roll-c'];
+    const ids = [ex('roll-a'), ex('roll-b'), ex('roll-c')];
     await Promise.all(ids.map((id, i) => startExecutor(id, i as 0 | 1 | 2, 2)));
     const sessions = [await newSession(), await newSession(), await newSession()];
-    for (const id of sessions) expect((await terminal(id, 'true')).status).toBe(200);
+    for (const id of sessions) {
+      const placed = await terminal(id, 'true');
+      expect({ status: placed.status, error: placed.body.error }).toEqual({ status: 200, error: undefined });
+    }
     expect(new Set(await Promise.all(sessions.map(holderOf))).size).toBe(3);
 
     // Each session appends numbered lines; a 503 (nothing ran) is tried again, anything else is a lost call.
@@ -342,4 +392,64 @@ describe('executors on their own Docker engines', () => {
       expect(log.body.output.split('stdout:\n')[1]?.trim().split('\n') ?? log.body.output).toEqual(Array.from({ length: counts[i] }, (_, n) => String(n)));
     }
   }, 240_000);
+  /** What the model was last told: the newest tool result in its request. */
+  const lastToolResult = (request: RecordedRequest): string => request.body.messages.filter((m) => m.role === 'tool').at(-1)?.content ?? '';
+  const slowCall = { command: 'touch /workspace/started; sleep 60; echo too-late', max_wait_ms: 90_000, timeout_seconds: 90 };
+
+  it('ends a run whose executor goes away during its tool call under `fail`, saying the call may or may not have run', async () => {
+    const doomed = await startExecutor(ex('runloss-fail'), 1);
+    const session = await newSession();
+    expect((await terminal(session, 'true')).status).toBe(200);
+    const [container] = await engineOf.get(ex('runloss-fail'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    model.enqueue({ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: slowCall }] });
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'run the slow thing', session_id: session } });
+    expect(created.status).toBe(202);
+    await eventually('the run\'s call to start', () => fileExists(ex('runloss-fail'), container.Id, '/workspace/started'));
+
+    await doomed.kill('SIGKILL');
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id, undefined, 30_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toContain('went away during the call');
+    expect(run.error).toContain('check its effects');
+  }, 120_000);
+
+  it('carries a run whose executor goes away during its tool call under `recreate` on to a new sandbox elsewhere, telling the model', async () => {
+    const doomed = await startExecutor(ex('runloss-a'), 1);
+    const session = await newSession();
+    expect((await terminal(session, 'echo old > /workspace/mark')).status).toBe(200);
+    await startExecutor(ex('runloss-b'), 2);
+    const recreating = await startGateway({ RUNBOX_EXECUTOR_LOSS_GRACE_SECONDS: String(SHORT_GRACE_SECONDS), RUNBOX_ON_EXECUTOR_LOSS: 'recreate' });
+    // From here on only that gateway takes runs (the stack's gateway stops pulling, as at its shutdown).
+    await stack.gatewayApp.get(RunWorkers).beforeApplicationShutdown();
+    const [container] = await engineOf.get(ex('runloss-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
+    const told: string[] = [];
+    model.enqueue(
+      { toolCalls: [{ id: 'call_1', name: 'terminal', arguments: slowCall }] },
+      (request) => {
+        told.push(lastToolResult(request));
+        return { toolCalls: [{ id: 'call_2', name: 'terminal', arguments: { command: 'ls -A /workspace; echo listed' } }] };
+      },
+      (request) => {
+        told.push(lastToolResult(request));
+        return { content: 'carried on' };
+      },
+    );
+    const created = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: 'keep working', session_id: session }, baseUrl: recreating });
+    expect(created.status).toBe(202);
+    await eventually('the run\'s call to start', () => fileExists(ex('runloss-a'), container.Id, '/workspace/started'));
+
+    await doomed.kill('SIGKILL');
+    const run = await stack.waitForRun(tenant.apiKey, created.body.id, undefined, 60_000);
+    expect(run.status).toBe('completed');
+    expect(told).toHaveLength(2);
+    // The call in flight: its outcome and the whole workspace are lost, and the model hears both.
+    expect(told[0]).toContain('went away during the call');
+    expect(told[0]).toContain('workspace was lost');
+    // The next call ran in a new, empty sandbox on the other executor, with the note.
+    expect(told[1]).toContain('listed');
+    expect(told[1]).toContain('workspace');
+    expect(told[1]).toContain('lost');
+    expect(told[1]).not.toContain('mark');
+    expect(await holderOf(session)).toBe(ex('runloss-b'));
+  }, 180_000);
 });

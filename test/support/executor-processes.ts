@@ -47,11 +47,22 @@ export class ExecutorProcess {
     this.child = undefined;
   }
 
+  /** SIGSTOP: the process stalls as a starved or paused one does, its NATS connection still open. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   get output(): string {
     return this.log;
   }
 
   async stop(): Promise<void> {
+    // A paused process would not see its SIGTERM until it is resumed.
+    this.resume();
     if (this.child) await stopProcess(this.child);
     this.child = undefined;
   }

@@ -22,13 +22,14 @@ export async function startExecutor(config?: RunboxConfig, logger: LoggerService
   await app.init();
   const executorId = app.get(SandboxService).executorId;
   transport.attach({ nats: app.get<NatsClient>(NATS_CLIENT), responderId: executorId, queue: EXECUTOR_QUEUE_GROUP });
-  // Announced just before subscribing, so a process that can take a call has always said it
-  // is alive first: a gateway never counts a call this process took as sent into silence. A
-  // call that comes in the moment before the subscriptions are confirmed finds no responder,
-  // and is sent again (ExecutorClient.whileNobodyListens).
-  app.get(ExecutorAnnouncer).start();
+  const announcer = app.get(ExecutorAnnouncer);
+  // Answering presence probes before subscribing to anything else: a gateway that asks
+  // about a call this process took always finds it (ExecutorClient.goneDuring).
+  announcer.answerPresence();
   await app.listen();
   app.get(ExecutorHttpServer).markSubscribed();
+  // Announced only once subscribed: a gateway that places a session here finds it answering.
+  announcer.start();
   app.get<Logger>(LOGGER).info({ executorId }, 'executor listening');
   return app;
 }

@@ -1,9 +1,10 @@
 import { RequestContract } from './contract';
 import { executorPingContract } from './executor-ping/executor-ping.contract';
+import { executorPresenceContract } from './executor-presence/executor-presence.contract';
 import { sessionReleaseContract } from './session-release/session-release.contract';
 import { toolCallContract } from './tool-call/tool-call.contract';
 
-const requestContracts: Array<RequestContract<unknown, unknown, unknown>> = [toolCallContract, sessionReleaseContract, executorPingContract] as Array<
+const requestContracts: Array<RequestContract<unknown, unknown, unknown>> = [toolCallContract, sessionReleaseContract, executorPingContract, executorPresenceContract] as Array<
   RequestContract<unknown, unknown, unknown>
 >;
 

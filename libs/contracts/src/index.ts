@@ -5,6 +5,7 @@ export * from './tool-cancel/tool-cancel.contract';
 export * from './session-release/session-release.contract';
 export * from './executor-ping/executor-ping.contract';
 export * from './executor-announce/executor-announce.contract';
+export * from './executor-presence/executor-presence.contract';
 export * from './run-queue/run-queue.contract';
 export * from './run-events/run-events.contract';
 export * from './run-events/run-event-types';

@@ -66,6 +66,11 @@ export interface ServeOptions {
   subject?: string;
   /** Names the responder in its error replies (the executor id). */
   responderId: string;
+  /**
+   * Keeps answering while the service drains (`stopResponding`), until the connection
+   * closes: for a presence probe, whose "no responders" must mean the process is gone.
+   */
+  untilClosed?: boolean;
 }
 
 /** A stream whose one durable consumer hands each message to one worker, with explicit acks. */
@@ -200,7 +205,7 @@ export class NatsClient {
         );
       },
     });
-    this.responders.add(subscription);
+    if (!options.untilClosed) this.responders.add(subscription);
     return subscription;
   }
 

@@ -1,4 +1,4 @@
-import { ExecutorAnnouncement, executorAnnounceContract } from '@app/contracts';
+import { ExecutorAnnouncement, executorAnnounceContract, executorPresenceContract, pinnedSubject } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,15 +14,17 @@ export interface AnnouncedState {
  * Tells every gateway who this executor is and how much room it has: at start, on every
  * heartbeat, at once when asked (a gateway that just started) and whenever it stops
  * taking new sessions. Gateways place new sessions by it and count an executor lost after
- * three silent heartbeats (docs/scaling.md).
+ * three silent heartbeats (docs/scaling.md). It also answers a gateway that asks this
+ * executor alone whether it is still there, for as long as the process lives.
  */
 export class ExecutorAnnouncer {
   private readonly instance = randomUUID();
   private readonly startedAt = Date.now();
   private timer?: NodeJS.Timeout;
+  private present = false;
 
   constructor(
-    private readonly nats: Pick<NatsClient, 'publish'>,
+    private readonly nats: Pick<NatsClient, 'publish' | 'serve'>,
     private readonly state: AnnouncedState,
     private readonly heartbeatMs: number,
     private readonly version: string,
@@ -30,6 +32,7 @@ export class ExecutorAnnouncer {
   ) {}
 
   start(): void {
+    this.answerPresence();
     this.announce();
     this.timer ??= setInterval(() => this.announce(), this.heartbeatMs);
     this.timer.unref();
@@ -39,6 +42,22 @@ export class ExecutorAnnouncer {
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+  }
+
+  /**
+   * Kept through a drain (until the connection closes), unlike the tool-call subjects, and
+   * made before them: whenever this process holds a call, a gateway asking for it finds it,
+   * however slow it is to answer, so only a process that is gone is taken for gone.
+   */
+  answerPresence(): void {
+    if (this.present) return;
+    this.present = true;
+    const executorId = this.state.sandboxes.executorId;
+    this.nats.serve(executorPresenceContract, () => Promise.resolve(this.current()), {
+      subject: pinnedSubject(executorPresenceContract.subject, executorId),
+      responderId: executorId,
+      untilClosed: true,
+    });
   }
 
   announce(): void {

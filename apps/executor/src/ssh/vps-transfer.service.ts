@@ -75,8 +75,9 @@ export class VpsTransferService {
           const source = sftp.createReadStream(args.remote_path);
           const copy = pipeline(source, hash, sink.bytes);
           copy.catch(() => undefined);
-          // The helper may refuse (a path outside the workspace) without reading a byte: its
-          // answer ends the copy rather than a stalled write into its closed stdin.
+          // The helper accepted the path (openWrite waits for that), but may still fail
+          // part-way (the workspace disk full): its answer ends the copy rather than a
+          // stalled write into its closed stdin.
           const refused = sink.finished.then(
             () => copy,
             (err: unknown) => Promise.reject(err),

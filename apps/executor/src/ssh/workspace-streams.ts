@@ -59,11 +59,22 @@ export class WorkspaceStreams {
     return { size: header.size, path: String(header.path ?? path), bytes: stdout, finished, abort: () => stream.destroy() };
   }
 
+  /**
+   * Resolves once the helper accepted the path (inside the workspace, its temp file made),
+   * and rejects with its refusal otherwise: no byte is sent before, so a refusal is never
+   * hidden behind the broken pipe that streaming into a helper that already exited makes.
+   */
   async openWrite(containerId: string, path: string, size: number): Promise<WorkspaceWriter> {
     const { stream, stdout, stderr } = await this.exec(containerId, ['transfer-write', path, String(size)], true);
     const out = collect(stdout);
-    const err = collect(stderr);
-    const finished = Promise.all([out, err]).then(([text, errText]) => {
+    const lines = new LineReader(stderr);
+    const first = await lines.next();
+    const accepted = parseLine(first);
+    if (!accepted || typeof accepted.path !== 'string') {
+      stream.destroy();
+      throw helperError(accepted, first);
+    }
+    const finished = Promise.all([out, lines.rest()]).then(([text, errText]) => {
       const report = parseLine(text.trim());
       if (report && typeof report.sha256 === 'string' && typeof report.size === 'number') {
         return { size: report.size, sha256: report.sha256, path: String(report.path ?? path) };

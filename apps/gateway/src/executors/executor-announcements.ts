@@ -1,7 +1,17 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { executorAnnounceContract, executorDecommissionContract, executorDiscoverContract } from '@app/contracts';
-import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { ExecutorAnnouncement, executorAnnounceContract, executorDecommissionContract, executorDiscoverContract, executorPresenceContract, pinnedSubject } from '@app/contracts';
+import { NATS_CLIENT, NatsClient, NatsTimeoutError } from '@app/messaging';
 import { ExecutorRegistry } from './executor-registry';
+
+/**
+ * What asking one executor whether it is still there found:
+ * - `answered`: it answered (its announcement is now in the registry);
+ * - `connected`: no answer in time, but its process still holds its NATS connection (its
+ *   subscription is there): alive and slow, or on a host that vanished without closing the
+ *   connection, which NATS notices at its own ping interval;
+ * - `gone`: nobody listens for it: its process exited or crashed (NATS dropped its connection).
+ */
+export type ExecutorPresence = 'answered' | 'connected' | 'gone';
 
 /**
  * Feeds the registry: every executor's announcements and every decommission, as each
@@ -21,10 +31,7 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.subscriptions.push(
-      this.nats.subscribe(executorAnnounceContract, (announcement) => {
-        if (!this.registry.heard(announcement)) return;
-        for (const [wake, id] of this.waiting) if (id === undefined || id === announcement.executor_id) wake();
-      }),
+      this.nats.subscribe(executorAnnounceContract, (announcement) => this.heard(announcement)),
       this.nats.subscribe(executorDecommissionContract, (message) => this.registry.decommission(message.executor_id, message.at)),
     );
     this.discover();
@@ -38,6 +45,11 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
   /** Asks every executor to announce itself now. */
   discover(): void {
     this.nats.publish(executorDiscoverContract, { asked_at: Date.now() });
+  }
+
+  private heard(announcement: ExecutorAnnouncement): void {
+    if (!this.registry.heard(announcement)) return;
+    for (const [wake, id] of this.waiting) if (id === undefined || id === announcement.executor_id) wake();
   }
 
   /**
@@ -57,6 +69,19 @@ export class ExecutorAnnouncements implements OnModuleInit, OnModuleDestroy {
     });
     this.discover();
     return heard;
+  }
+
+  /** Asks `executorId` alone whether it is still there; see ExecutorPresence. */
+  async presence(executorId: string, timeoutMs: number): Promise<ExecutorPresence> {
+    try {
+      const reply = await this.nats.request(executorPresenceContract, {}, { timeoutMs, subject: pinnedSubject(executorPresenceContract.subject, executorId) });
+      if (!('ok' in reply)) this.heard(reply);
+      return 'answered';
+    } catch (err) {
+      if (err instanceof NatsTimeoutError && err.noResponders) return 'gone';
+      // No answer in time, or this gateway's own connection is away: nothing says it is gone.
+      return 'connected';
+    }
   }
 
   /** Tells every gateway and the executor itself that the executor is decommissioned. */

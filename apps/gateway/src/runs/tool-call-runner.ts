@@ -211,7 +211,7 @@ export class ToolCallRunner {
   }
 
   /** The tool's result; infrastructure trouble that the model can reason about becomes an error result. */
-  private async execute(ctx: RunContext, call: ToolCallView): Promise<ToolResult> {
+  private async execute(ctx: RunContext, call: ToolCallView, afterLoss = false): Promise<ToolResult> {
     const { run } = ctx;
     const executorCallId = `${run.id}:${call.callId}`;
     const watchdog = new AbortController();
@@ -251,6 +251,9 @@ export class ToolCallRunner {
         return { output: `error: ${call.name} gave no result within its time limit; it may or may not have taken effect. Check before repeating it.`, metadata: { outcome_unknown: true }, is_error: true };
       }
       if (err instanceof InvalidToolArgumentsError) return { output: `refused: ${err.message}`, metadata: {}, is_error: true };
+      if (err instanceof ToolInfrastructureError && err.lostExecutorId && !afterLoss && this.config.RUNBOX_ON_EXECUTOR_LOSS === 'recreate') {
+        return this.outlastExecutorLoss(ctx, call, err, err.lostExecutorId);
+      }
       if (err instanceof ToolInfrastructureError) {
         // A sandbox that died or cannot start, no executor, or one that took the call and
         // never answered: the run cannot go on normally, so it ends failed with the reason
@@ -264,6 +267,29 @@ export class ToolCallRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Under RUNBOX_ON_EXECUTOR_LOSS=recreate a run outlives its executor: it waits, bounded by
+   * the loss grace, for the executor to come back or be given up. A call that never left
+   * is then sent again (to the executor back with the workspace, or to a new sandbox with
+   * the note that the workspace was lost). A call that was in flight is never sent again (it
+   * may have run): once the executor is given up, the model hears that the call's outcome
+   * and the whole workspace are lost, and the run goes on in a new sandbox; if the executor
+   * came back instead, its outcome is unknown and the run ends as under `fail`.
+   */
+  private async outlastExecutorLoss(ctx: RunContext, call: ToolCallView, err: ToolInfrastructureError, executorId: string): Promise<ToolResult> {
+    ctx.log.warn({ executorId, reason: err.message }, 'the session\'s executor is lost; waiting for it to come back or be given up');
+    const fate = await this.executor.settleLoss(executorId, ctx.signal);
+    if (!err.outcomeUnknown) return this.execute(ctx, call, true);
+    if (fate === 'serving') throw new RunFailure(`tool ${call.name} got no answer: ${err.message}; check its effects before running it again`);
+    return {
+      output:
+        `error: ${call.name} got no answer: ${err.message}. The executor did not come back, and this session's workspace was lost with it, ` +
+        'together with whatever this call did there. The next call runs in a new, empty sandbox: files and state from before are gone.',
+      metadata: { outcome_unknown: true, workspace_lost: true },
+      is_error: true,
+    };
   }
 
   /**

@@ -38,3 +38,54 @@ describe('ExecutorClient.callTool', () => {
     expect(sent.mock.calls.length).toBeLessThan(15);
   });
 });
+
+type Presence = Awaited<ReturnType<ExecutorAnnouncements['presence']>>;
+
+describe('ExecutorClient.callTool while its executor is silent', () => {
+  const heartbeatMs = 50;
+  /** exec-1, heard once with a short heartbeat, then silent; `presence` scripts what asking it directly finds. */
+  function silentExecutor(presence: () => Presence | Promise<Presence>) {
+    const registry = new ExecutorRegistry(60_000, heartbeatMs);
+    registry.heard({ executor_id: 'exec-1', instance: 'i1', started_at: 1, capacity: 10, sandboxes: 1, warm_pool: 0, version: 'test', state: 'ready', heartbeat_ms: heartbeatMs });
+    const probes = jest.fn(async () => presence());
+    const announcements = { presence: probes, askAndWait: () => Promise.resolve() } as unknown as ExecutorAnnouncements;
+    const client = new ExecutorClient({} as NatsClient, loadConfig({ RUNBOX_EXECUTOR_HEARTBEAT_SECONDS: String(heartbeatMs / 1000) }), registry, announcements);
+    return { client, probes, setRequest: (request: () => Promise<unknown>) => ((client as unknown as { request: typeof request }).request = request) };
+  }
+
+  it('keeps waiting for the reply of an executor that is silent but still connected (slow, not gone)', async () => {
+    const { client, probes, setRequest } = silentExecutor(() => 'connected');
+    let answer: (value: unknown) => void = () => undefined;
+    setRequest(() => new Promise((resolve) => (answer = resolve)));
+    const result = client.callTool(call, 'exec-1');
+    // Well past three heartbeats: asked several times, never given up.
+    while (probes.mock.calls.length < 3) await new Promise((resolve) => setTimeout(resolve, heartbeatMs));
+    answer(reply);
+    await expect(result).resolves.toEqual(reply);
+  });
+
+  it('ends a call the executor took once its process is gone: the call may or may not have run', async () => {
+    const { client, setRequest } = silentExecutor(() => 'gone');
+    setRequest(() => new Promise(() => undefined));
+    await expect(client.callTool(call, 'exec-1')).rejects.toMatchObject({ outcomeUnknown: true, lostExecutorId: 'exec-1' });
+  });
+
+  it('says nothing ran when the tries found nobody listening, not mistaking one sent again during the probe for one the process took', async () => {
+    let tries = 0;
+    let nobody = (): void => undefined;
+    let probe = 0;
+    const { client, setRequest } = silentExecutor(async (): Promise<Presence> => {
+      const before = tries;
+      // The open try finds nobody; the client sends it again while this probe is out.
+      nobody();
+      if (++probe === 1) while (tries === before) await new Promise((resolve) => setTimeout(resolve, 5));
+      return 'gone';
+    });
+    setRequest(() => {
+      tries++;
+      return new Promise((_, reject) => (nobody = () => reject(new NatsTimeoutError('s', true))));
+    });
+    await expect(client.callTool(call, 'exec-1')).rejects.toMatchObject({ outcomeUnknown: false, lostExecutorId: 'exec-1' });
+    expect(tries).toBeGreaterThanOrEqual(2);
+  });
+});

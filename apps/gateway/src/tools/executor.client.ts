@@ -12,21 +12,30 @@ import {
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
 import { ExecutorAnnouncements } from '../executors/executor-announcements';
-import { ExecutorRegistry, ExecutorStanding, MISSED_HEARTBEATS_FOR_LOSS } from '../executors/executor-registry';
+import { ExecutorRegistry, ExecutorStanding } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
  * never came: the call may or may not have run. `retryAfterSeconds` is set when trying
  * again later can work (no executor with room, the session's executor restarting).
+ * `lostExecutorId` names the executor that is lost or went away, when that is why: it
+ * comes back, or is given up, within the loss grace (ExecutorClient.settleLoss).
  */
 export class ExecutorUnavailableError extends Error {
   constructor(
     message: string,
     readonly outcomeUnknown = false,
     readonly retryAfterSeconds?: number,
+    readonly lostExecutorId?: string,
   ) {
     super(message);
   }
+}
+
+/** The tries of one call: how many were sent, and whether the latest may have reached the executor (it did not come back with "no responders"). */
+interface CallTries {
+  sent: number;
+  open: boolean;
 }
 
 /** How long a tool call is sent again while no executor listens on its subject (see whileNobodyListens). */
@@ -77,6 +86,7 @@ export class ExecutorClient extends NatsContractClient {
           `its sessions wait up to ${seconds(standing.graceLeftMs)} s more for it to come back`,
         false,
         this.retryAfterSeconds,
+        executorId,
       );
     }
     const why = standing.why === 'decommissioned' ? `executor ${executorId} was decommissioned` : `executor ${executorId} has been gone for ${seconds(standing.silentMs)} s`;
@@ -125,18 +135,16 @@ export class ExecutorClient extends NatsContractClient {
   }
 
   /**
-   * One call on one executor's own subject. An executor that goes silent while the call is
-   * out ends the wait at once (the call may or may not have run), rather than at its time
-   * limit.
+   * One call on one executor's own subject. An executor whose process is gone while the
+   * call is out ends the wait at once (the call may or may not have run), rather than at
+   * its time limit.
    */
   private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
     const stopWatching = new AbortController();
-    // When the attempt now out was sent, unless every try so far found no responder (the
-    // executor was draining, restarting or reconnecting to NATS): its silence then means
-    // "nothing ran, try again", not "outcome unknown".
-    let outSince: number | undefined;
+    const tries: CallTries = { sent: 0, open: false };
     const send = async (): Promise<ToolCallReply> => {
-      outSince = Date.now();
+      tries.sent++;
+      tries.open = true;
       try {
         return await this.request(
           { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
@@ -144,12 +152,12 @@ export class ExecutorClient extends NatsContractClient {
           { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
         );
       } catch (err) {
-        if (err instanceof NatsTimeoutError && err.noResponders) outSince = undefined;
+        if (err instanceof NatsTimeoutError && err.noResponders) tries.open = false;
         throw err;
       }
     };
     try {
-      return await Promise.race([this.whileNobodyListens(send, stopWatching.signal), this.silenceOf(executorId, stopWatching.signal, () => outSince)]);
+      return await Promise.race([this.whileNobodyListens(send, stopWatching.signal), this.goneDuring(executorId, stopWatching.signal, tries)]);
     } catch (err) {
       if (err instanceof NatsTimeoutError) {
         throw new ExecutorUnavailableError(
@@ -158,6 +166,7 @@ export class ExecutorClient extends NatsContractClient {
             : 'the executor did not answer in time; the tool call may or may not have run',
           !err.noResponders,
           err.noResponders ? this.retryAfterSeconds : undefined,
+          err.noResponders ? executorId : undefined,
         );
       }
       throw err;
@@ -187,31 +196,58 @@ export class ExecutorClient extends NatsContractClient {
     }
   }
 
-  /** Rejects once `executorId` is confirmed silent; never settles otherwise. */
-  private silenceOf(executorId: string, stop: AbortSignal, outSince: () => number | undefined): Promise<never> {
+  /**
+   * Rejects once `executorId`'s process is gone; never settles otherwise. Missed heartbeats
+   * only raise the question: the executor is then asked directly, and only "nobody listens
+   * for it" (NATS dropped its process's connection: a crash, a kill -9, an exit) ends the
+   * call. An executor that is merely slow (its event loop, or this machine, busy past a few
+   * heartbeats) still holds its connection, so its call goes on to its reply or its time
+   * limit: a call it took is never reported lost while it may still answer.
+   *
+   * Whether the call may have run is read from the tries, not guessed: NATS answers the
+   * requests of one connection in order, so once the probe found nobody, a try sent before
+   * it that also found nobody has had its "no responders" (its handler runs before the
+   * next turn of the event loop). A try still open then was taken by the process that is
+   * now gone. A try sent after the probe (whileNobodyListens sending again) is left to the
+   * next probe.
+   */
+  private goneDuring(executorId: string, stop: AbortSignal, tries: CallTries): Promise<never> {
     return new Promise((_, reject) => {
       let checking = false;
+      const check = async (): Promise<void> => {
+        const sentBefore = tries.sent;
+        const presence = await this.announcements.presence(executorId, Math.min(RECHECK_WAIT_MS, this.heartbeatMs));
+        if (presence !== 'gone') return;
+        await new Promise((resolve) => setImmediate(resolve));
+        if (stop.aborted || (tries.open && tries.sent > sentBefore)) return;
+        clearInterval(timer);
+        reject(
+          tries.open
+            ? new ExecutorUnavailableError(`executor ${executorId} went away during the call; the tool call may or may not have run`, true, undefined, executorId)
+            : new ExecutorUnavailableError(`executor ${executorId} is not answering (restarting or gone); nothing ran; try again shortly`, false, this.retryAfterSeconds, executorId),
+        );
+      };
       const timer = setInterval(() => {
         if (checking || this.executors.standing(executorId).kind === 'serving') return;
-        // A process listening as this executor took the call (no "no responders" came back):
-        // one that has just started may not have announced itself yet, so its silence counts
-        // from when it took the call, not from the last announcement of the one before it.
-        const out = outSince();
-        if (out !== undefined && Date.now() - out <= MISSED_HEARTBEATS_FOR_LOSS * this.heartbeatMs) return;
         checking = true;
-        void this.confirmedStanding(executorId).then((standing) => {
-          checking = false;
-          if (standing.kind === 'serving' || stop.aborted) return;
-          clearInterval(timer);
-          reject(
-            outSince() !== undefined
-              ? new ExecutorUnavailableError(`executor ${executorId} went silent during the call; the tool call may or may not have run`, true)
-              : new ExecutorUnavailableError(`executor ${executorId} is not answering (restarting or gone); nothing ran; try again shortly`, false, this.retryAfterSeconds),
-          );
-        });
+        void check().finally(() => (checking = false));
       }, this.heartbeatMs / 2);
       stop.addEventListener('abort', () => clearInterval(timer), { once: true });
     });
+  }
+
+  /**
+   * Waits while `executorId` is lost: resolves `serving` once it is heard from again, and
+   * `gone` once its loss grace is over (or it is decommissioned), when RUNBOX_ON_EXECUTOR_LOSS
+   * applies to its sessions. Bounded by the grace; rejects with `signal`'s reason when aborted.
+   */
+  async settleLoss(executorId: string, signal: AbortSignal): Promise<'serving' | 'gone'> {
+    for (;;) {
+      signal.throwIfAborted();
+      // Paced by the wait for its announcement inside (up to a heartbeat, a second at most).
+      const standing = await this.confirmedStanding(executorId);
+      if (standing.kind !== 'lost') return standing.kind;
+    }
   }
 
   /** The executor's standing; one that looks silent is asked to announce itself before the silence is believed. */

@@ -45,6 +45,8 @@ export class ToolInfrastructureError extends Error {
     readonly outcomeUnknown = false,
     /** Set when the same call may work later (an executor restarting, none with room). */
     readonly retryAfterSeconds?: number,
+    /** The session's executor, when its loss is why (see ExecutorUnavailableError). */
+    readonly lostExecutorId?: string,
   ) {
     super(message);
   }
@@ -119,7 +121,7 @@ export class ToolRouter {
         ctx.executorId,
       );
     } catch (err) {
-      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable', err.outcomeUnknown, err.retryAfterSeconds);
+      if (err instanceof ExecutorUnavailableError) throw new ToolInfrastructureError(err.message, 'executor_unavailable', err.outcomeUnknown, err.retryAfterSeconds, err.lostExecutorId);
       if (err instanceof ExecutorLostError) throw new ToolInfrastructureError(err.message, 'executor_lost');
       throw err;
     }

@@ -8,7 +8,10 @@ cannot reach outside the workspace.
 
 transfer-read   stderr: one JSON line {"size": N, "path": ...}, then stdout carries exactly N
                 bytes. A file larger than MAX_BYTES is refused before a byte is sent.
-transfer-write  stdin: exactly SIZE bytes, then EOF. They go to a temp file beside the
+transfer-write  stderr: one JSON line {"path": ...} once the path is accepted and its temp
+                file made, before a byte is read: the executor sends nothing until then,
+                so a refusal (a path outside the workspace) is always what it reports.
+                stdin: exactly SIZE bytes, then EOF. They go to a temp file beside the
                 target, renamed over it only when SIZE bytes arrived: a transfer cut short
                 (the connection died, the executor gave up) leaves no partial file, and
                 the temp file is removed. stdout: one JSON line {"size": N, "sha256": "..."}.
@@ -61,6 +64,7 @@ def transfer_write(path, size):
         digest = hashlib.sha256()
         received = 0
         try:
+            _write_all(2, (json.dumps({"path": r.display}) + "\n").encode())
             try:
                 while True:
                     chunk = os.read(0, CHUNK)

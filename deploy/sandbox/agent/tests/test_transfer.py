@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -59,7 +60,26 @@ class TransferTest(unittest.TestCase):
             self.assertEqual(self.error_of(proc)["code"], "path_outside_workspace", path)
         proc = self.run_agent("transfer-write", "escape/new.txt", "3", stdin=b"abc")
         self.assertEqual(self.error_of(proc)["code"], "path_outside_workspace")
+        # The refusal is the only line: no acceptance came first for the executor to stream after.
+        self.assertEqual(len(proc.stderr.decode().strip().splitlines()), 1)
         self.assertEqual(sorted(os.listdir(self.out)), ["secret.txt"])
+
+    def test_write_accepts_the_path_before_it_reads_a_byte(self):
+        env = dict(os.environ, RUNBOX_WORKSPACE=self.ws)
+        proc = subprocess.Popen([sys.executable, AGENT, "transfer-write", "sub/new.txt", "3"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            # Nothing was written to stdin yet: the acceptance must come without it.
+            readable, _, _ = select.select([proc.stderr], [], [], 30)
+            self.assertTrue(readable, "no acceptance line within 30 s")
+            self.assertEqual(json.loads(proc.stderr.readline()), {"path": "sub/new.txt"})
+            out, _ = proc.communicate(b"abc", timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0)
+        self.assertEqual(json.loads(out)["size"], 3)
 
     def test_write_replaces_the_file_only_when_every_byte_arrived(self):
         data = os.urandom(2 * 1024 * 1024)
