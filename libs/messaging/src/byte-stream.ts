@@ -72,7 +72,10 @@ export function offerByteStream(connection: NatsConnection, source: Readable, li
     timer = setTimeout(() => finish(new ByteStreamError(`the receiver pulled nothing for ${chunkTimeoutMs} ms`)), chunkTimeoutMs);
     timer.unref();
   };
+  let finished = false;
   const finish = (err?: Error) => {
+    if (finished) return;
+    finished = true;
     clearTimeout(timer);
     if (!sub.isClosed()) sub.unsubscribe();
     if (err) {
@@ -124,7 +127,7 @@ export function offerByteStream(connection: NatsConnection, source: Readable, li
     subject,
     done,
     abort: (reason) => {
-      if (failure !== undefined) return;
+      if (finished || failure !== undefined) return;
       failure = reason;
       source.destroy();
       // A pull being answered says why; otherwise the next pull does, or the watch ends it.
@@ -252,6 +255,9 @@ class ChunkSource {
       if (!this.ended && !this.error) this.error = new Error('the source closed before its end');
       signal();
     });
+    // A source that failed or ended before it was offered sends no more events.
+    if (source.readableEnded) this.ended = true;
+    else if (source.destroyed) this.error = source.errored ?? new Error('the source closed before its end');
   }
 
   /** Up to `max` bytes: a full chunk, or what came within `patienceMs` once there is some; null at the end. */
