@@ -17,8 +17,13 @@ import { z } from 'zod';
  * Each answer is one frame: a kind byte (data, end, error) and its payload.
  */
 
-/** Bytes one chunk carries: well under NATS's default 1 MiB max_payload. */
-export const BYTE_STREAM_CHUNK_BYTES = 256 * 1024;
+/**
+ * Bytes one chunk carries: close to NATS's default 1 MiB max_payload, since each chunk costs
+ * a round trip (a server with a smaller max_payload gets smaller chunks).
+ */
+export const BYTE_STREAM_CHUNK_BYTES = 960 * 1024;
+/** Room in a message for the frame's kind byte and the protocol's own headers. */
+const PAYLOAD_HEADROOM_BYTES = 8 * 1024;
 /** How long a pull may wait for its chunk, and a sender for the next pull. */
 export const BYTE_STREAM_CHUNK_TIMEOUT_MS = 30_000;
 
@@ -56,7 +61,8 @@ export interface ByteStreamOffer {
  * unless it was read to its end.
  */
 export function offerByteStream(connection: NatsConnection, source: Readable, limits: Partial<ByteStreamLimits> = {}): ByteStreamOffer {
-  const { chunkBytes, chunkTimeoutMs } = { ...DEFAULT_LIMITS, ...limits };
+  const { chunkTimeoutMs, ...wanted } = { ...DEFAULT_LIMITS, ...limits };
+  const chunkBytes = Math.min(wanted.chunkBytes, (connection.info?.max_payload ?? 1024 * 1024) - PAYLOAD_HEADROOM_BYTES);
   const subject = createInbox();
   const chunks = new ChunkSource(source);
   let next = 0;
