@@ -17,8 +17,13 @@ import { z } from 'zod';
  * Each answer is one frame: a kind byte (data, end, error) and its payload.
  */
 
-/** Bytes one chunk carries: well under NATS's default 1 MiB max_payload. */
-export const BYTE_STREAM_CHUNK_BYTES = 256 * 1024;
+/**
+ * Bytes one chunk carries: close to NATS's default 1 MiB max_payload, since each chunk costs
+ * a round trip (a server with a smaller max_payload gets smaller chunks).
+ */
+export const BYTE_STREAM_CHUNK_BYTES = 960 * 1024;
+/** Room in a message for the frame's kind byte and the protocol's own headers. */
+const PAYLOAD_HEADROOM_BYTES = 8 * 1024;
 /** How long a pull may wait for its chunk, and a sender for the next pull. */
 export const BYTE_STREAM_CHUNK_TIMEOUT_MS = 30_000;
 
@@ -56,7 +61,8 @@ export interface ByteStreamOffer {
  * unless it was read to its end.
  */
 export function offerByteStream(connection: NatsConnection, source: Readable, limits: Partial<ByteStreamLimits> = {}): ByteStreamOffer {
-  const { chunkBytes, chunkTimeoutMs } = { ...DEFAULT_LIMITS, ...limits };
+  const { chunkTimeoutMs, ...wanted } = { ...DEFAULT_LIMITS, ...limits };
+  const chunkBytes = Math.min(wanted.chunkBytes, (connection.info?.max_payload ?? 1024 * 1024) - PAYLOAD_HEADROOM_BYTES);
   const subject = createInbox();
   const chunks = new ChunkSource(source);
   let next = 0;
@@ -72,7 +78,10 @@ export function offerByteStream(connection: NatsConnection, source: Readable, li
     timer = setTimeout(() => finish(new ByteStreamError(`the receiver pulled nothing for ${chunkTimeoutMs} ms`)), chunkTimeoutMs);
     timer.unref();
   };
+  let finished = false;
   const finish = (err?: Error) => {
+    if (finished) return;
+    finished = true;
     clearTimeout(timer);
     if (!sub.isClosed()) sub.unsubscribe();
     if (err) {
@@ -124,7 +133,7 @@ export function offerByteStream(connection: NatsConnection, source: Readable, li
     subject,
     done,
     abort: (reason) => {
-      if (failure !== undefined) return;
+      if (finished || failure !== undefined) return;
       failure = reason;
       source.destroy();
       // A pull being answered says why; otherwise the next pull does, or the watch ends it.
@@ -252,6 +261,9 @@ class ChunkSource {
       if (!this.ended && !this.error) this.error = new Error('the source closed before its end');
       signal();
     });
+    // A source that failed or ended before it was offered sends no more events.
+    if (source.readableEnded) this.ended = true;
+    else if (source.destroyed) this.error = source.errored ?? new Error('the source closed before its end');
   }
 
   /** Up to `max` bytes: a full chunk, or what came within `patienceMs` once there is some; null at the end. */

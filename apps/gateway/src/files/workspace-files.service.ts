@@ -6,7 +6,7 @@ import { ByteStreamOffer, NATS_CLIENT, NatsClient, NatsTimeoutError, offerByteSt
 import type { Readable } from 'node:stream';
 import { SshSessionBackends } from '../servers/ssh-session-backends';
 import { SessionsRepository } from '../sessions/sessions.repository';
-import { checkedImport, firstFileEntry, folderContents, packSingleFile, TAR_ENTRY_OVERHEAD, UploadRefusedError } from './workspace-tar';
+import { checkedImport, firstFileEntry, folderContents, packSingleFile, Sha256Counter, TAR_ENTRY_OVERHEAD, UploadRefusedError } from './workspace-tar';
 
 /** A first request may make the session's sandbox (a container and its workspace disk). */
 const OFFER_TIMEOUT_MS = 120_000;
@@ -53,9 +53,13 @@ export class WorkspaceFilesService {
   }
 
   async write(tenantId: string, sessionId: string, path: string, body: Readable, size: number): Promise<{ path: string; size: number; sha256: string }> {
-    const { tar, counter, refusal } = packSingleFile(body, size);
-    const reply = await this.upload(tenantId, sessionId, tar, (stream) => ({ op: 'write', path, size, stream }), refusal);
-    return { path: reply.path, size: counter.bytes, sha256: counter.hex() };
+    let counter: Sha256Counter | undefined;
+    const reply = await this.upload(tenantId, sessionId, (stream) => ({ op: 'write', path, size, stream }), () => {
+      const packed = packSingleFile(body, size);
+      counter = packed.counter;
+      return packed;
+    });
+    return { path: reply.path, size: counter?.bytes ?? 0, sha256: counter?.hex() ?? '' };
   }
 
   async delete(tenantId: string, sessionId: string, path: string, recursive: boolean): Promise<{ path: string; kind: 'file' | 'dir' }> {
@@ -70,24 +74,30 @@ export class WorkspaceFilesService {
   }
 
   async importFolder(tenantId: string, sessionId: string, path: string, body: Readable): Promise<{ path: string; entries: number }> {
-    const checked = checkedImport(body, { maxBytes: this.maxBytes, maxEntries: MAX_IMPORT_ENTRIES });
-    const maxTarBytes = this.maxBytes + (MAX_IMPORT_ENTRIES + 4) * TAR_ENTRY_OVERHEAD;
-    const reply = await this.upload(tenantId, sessionId, checked.tar, (stream) => ({ op: 'import', path, max_bytes: maxTarBytes, stream }), checked.refusal);
-    return { path: reply.path, entries: checked.entries() };
+    // Each entry may bring folders the archive left implicit: twice the entries' overhead.
+    const maxTarBytes = this.maxBytes + 2 * (MAX_IMPORT_ENTRIES + 4) * TAR_ENTRY_OVERHEAD;
+    let entries = () => 0;
+    const reply = await this.upload(tenantId, sessionId, (stream) => ({ op: 'import', path, max_bytes: maxTarBytes, stream }), () => {
+      const checked = checkedImport(body, { maxBytes: this.maxBytes, maxEntries: MAX_IMPORT_ENTRIES });
+      entries = checked.entries;
+      return checked;
+    });
+    return { path: reply.path, entries: entries() };
   }
 
   /**
-   * Offers `tar` to the session's executor and waits for its answer. A refusal found while
+   * Offers the tar `makeTar` builds from the body to the session's executor and waits for its answer. A refusal found while
    * streaming (the gateway's own checks) wins over the executor's account of the cut stream.
    */
   private async upload(
     tenantId: string,
     sessionId: string,
-    tar: Readable,
     request: (stream: string) => Operation,
-    refusal: () => UploadRefusedError | undefined,
+    makeTar: () => { tar: Readable; refusal: () => UploadRefusedError | undefined },
   ): Promise<Ok> {
     const executorId = await this.route(tenantId, sessionId);
+    // The body is read only from here on, once someone will pull what it becomes.
+    const { tar, refusal } = makeTar();
     const offer = offerByteStream(this.nats.connection, tar);
     try {
       const reply = await this.untilDone(offer, this.send(tenantId, sessionId, executorId, request(offer.subject), UPLOAD_TIMEOUT_MS));

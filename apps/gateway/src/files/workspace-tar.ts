@@ -68,7 +68,26 @@ export function packSingleFile(body: Readable, size: number): { tar: Readable; c
   body.on('aborted', () => fail(new Error('the client went away')));
   counter.on('error', fail);
   body.pipe(counter).pipe(entry);
-  return { tar: pack as unknown as Readable, counter, refusal: () => refused };
+  return { tar: endsOrFails(pack, () => refused ?? new UploadRefusedError('incomplete', 'the upload was cut off')), counter, refusal: () => refused };
+}
+
+/**
+ * The packer's output, which fails rather than just stopping: tar-stream's packer closes
+ * without an error when an entry comes out short, which a reader would take as a stall.
+ */
+function endsOrFails(pack: tar.Pack, why: () => Error): Readable {
+  const out = new PassThrough();
+  const source = pack as unknown as Readable;
+  let ended = false;
+  source.on('end', () => (ended = true));
+  // The packer closes before it calls the entry's callback with the reason: wait a tick for it.
+  source.on('close', () => process.nextTick(() => (ended ? undefined : out.destroy(why()))));
+  // Errors reach the reader through `out`; until one listens (the offer), they must not throw.
+  source.on('error', () => undefined);
+  out.on('error', () => undefined);
+  source.pipe(out);
+  out.on('close', () => (ended ? undefined : pack.destroy()));
+  return out;
 }
 
 /** The first entry of a tar: a regular file's header and its bytes as they stream. */
@@ -146,8 +165,10 @@ export function checkedImport(source: Readable, limits: ImportLimits): { tar: Re
   const extract = tar.extract();
   const files = new Set<string>();
   const symlinks = new Set<string>();
+  const folders = new Set<string>();
   let bytes = 0;
   let count = 0;
+  let kept = 0;
   let refused: UploadRefusedError | undefined;
   const refuse = (err: UploadRefusedError) => {
     refused ??= err;
@@ -166,6 +187,11 @@ export function checkedImport(source: Readable, limits: ImportLimits): { tar: Re
         stream.on('end', () => next());
         return;
       }
+      kept++;
+      // Folders the archive leaves implicit would be made by Docker as root, where the
+      // sandbox user could not move or change what is in them: each is declared first.
+      for (const dir of missingParents(out.name, folders)) pack.entry({ name: dir, type: 'directory', mode: 0o755, uid: SANDBOX_UID, gid: SANDBOX_GID, mtime: out.mtime });
+      if (out.type === 'directory') folders.add(out.name);
       stream.pipe(pack.entry(out, (err) => (err ? refuse(new UploadRefusedError('invalid_tar', `entry ${out.name} is cut short`)) : next())));
     } catch (err) {
       stream.resume();
@@ -179,7 +205,22 @@ export function checkedImport(source: Readable, limits: ImportLimits): { tar: Re
   source.on('error', (err: Error) => refuse(new UploadRefusedError('incomplete', `the upload was cut off: ${err.message}`)));
   source.on('aborted', () => refuse(new UploadRefusedError('incomplete', 'the client went away')));
   source.pipe(extract);
-  return { tar: pack as unknown as Readable, refusal: () => refused, entries: () => count };
+  const why = () => refused ?? new UploadRefusedError('invalid_tar', 'the archive was cut short');
+  return { tar: endsOrFails(pack, why), refusal: () => refused, entries: () => kept };
+}
+
+/** The folders above `name` not yet declared, outermost first (and now counted as declared). */
+function missingParents(name: string, declared: Set<string>): string[] {
+  const parts = name.split('/');
+  const missing: string[] = [];
+  for (let i = 1; i < parts.length; i++) {
+    const dir = parts.slice(0, i).join('/');
+    if (!declared.has(dir)) {
+      declared.add(dir);
+      missing.push(dir);
+    }
+  }
+  return missing;
 }
 
 /** The header to store for one entry, null to skip it (the archive's own `./`), or a refusal. */

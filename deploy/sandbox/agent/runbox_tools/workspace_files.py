@@ -3,12 +3,13 @@
 The bytes travel through Docker's archive API, which the executor points at paths these ops
 have resolved with containment.py, exactly as the file tools resolve theirs: a symlink that
 leaves the workspace is refused, never followed. Uploads are extracted into a fresh staging
-folder (`.runbox-staging-<hex>`) beside their destination and moved into place only once
-every byte arrived, so a transfer that fails or is refused leaves nothing behind.
+folder (`.runbox-staging-<hex>`) at the workspace root (the same file system as the rest of
+it) and moved into place only once every byte arrived, so a transfer that fails or is
+refused leaves nothing behind: not even the folders on the way, which commit makes.
 
 files_stat     {path}                     -> {path, canonical, kind: file|dir, size}
-files_stage    {path, kind: file|dir}     -> {path, staging}: makes parents (and a folder)
-files_commit   {path, kind, staging}      -> moves the staged file, or the staged entries, into place
+files_stage    {path, kind: file|dir}     -> {path, staging}: checks the destination, makes the staging folder
+files_commit   {path, kind, staging[, size]} -> makes missing folders, moves the staged file or tree into place
 files_discard  {staging}                  -> removes a staging folder and all in it
 files_delete   {path, recursive}          -> {path, kind}
 Paths in answers are relative to the workspace root ("." for the root itself).
@@ -54,60 +55,60 @@ def files_stat(args, request_id=None):
 
 @OPS.register("files_stage")
 def files_stage(args, request_id=None):
+    """Checks the destination (missing folders on the way are fine: commit makes them), then
+    makes the staging folder at the workspace root, so a refused upload leaves no trace."""
     path, kind = _arg(args, "path"), _arg(args, "kind")
-    if kind == "dir":
-        # A missing folder is made, with its parents.
-        with resolve(path, make_dirs=True) as probe:
-            if probe.kind == "missing":
-                try:
-                    os.mkdir(probe.name, 0o777, dir_fd=probe.dir_fd)
-                except FileExistsError:
-                    pass
-                except PermissionError:
-                    raise ToolError("permission denied creating folder %s" % probe.display, code="permission_denied")
-        r = resolve(path)
-        if r.kind != "dir":
-            r.close()
-            raise ToolError("%s is a file, not a folder" % r.display, code="not_a_directory", path=r.display)
-        parent_parts = r.parts
-    else:
-        if path.endswith("/"):
-            raise ToolError("%s names a folder; give the file's path" % path, code="is_a_directory", path=path)
-        r = resolve(path, make_dirs=True)
-        if r.kind == "dir":
-            r.close()
-            raise ToolError("%s is a folder; give a file's path" % r.display, code="is_a_directory", path=r.display)
-        parent_parts = r.parts
-    with r:
+    if kind != "dir" and path.endswith("/"):
+        raise ToolError("%s names a folder; give the file's path" % path, code="is_a_directory", path=path)
+    try:
+        with resolve(path) as r:
+            if kind == "dir" and r.kind == "file":
+                raise ToolError("%s is a file, not a folder" % r.display, code="not_a_directory", path=r.display)
+            if kind != "dir" and r.kind == "dir":
+                raise ToolError("%s is a folder; give a file's path" % r.display, code="is_a_directory", path=r.display)
+            display = r.display
+    except ToolError as e:
+        if e.code != "not_found":
+            raise
+        display = e.metadata.get("path", path)
+    with resolve(".") as root:
         name = ".runbox-staging-%s" % secrets.token_hex(8)
         try:
-            os.mkdir(name, 0o700, dir_fd=r.dir_fd)
+            os.mkdir(name, 0o700, dir_fd=root.dir_fd)
         except PermissionError:
-            raise ToolError("permission denied: cannot write in %s" % _canonical(parent_parts), code="permission_denied")
-        return _ok(path=r.display, staging=_canonical(parent_parts, name))
+            raise ToolError("permission denied: cannot write in the workspace", code="permission_denied")
+    return _ok(path=display, staging=name)
 
 
 @OPS.register("files_commit")
 def files_commit(args, request_id=None):
     path, kind, staging = _arg(args, "path"), _arg(args, "kind"), _arg(args, "staging")
-    with _open_staging(staging) as (parent_fd, name):
-        src = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-        try:
-            if kind == "dir":
-                with resolve(path) as r:
-                    if r.kind != "dir":
-                        raise ToolError("%s is no longer a folder" % r.display, code="not_a_directory", path=r.display)
-                    moved = _merge(src, r.dir_fd)
-                    display = r.display
-                result = _ok(path=display, entries=moved)
-            else:
+    with _open_staging(staging) as (staging_parent, name):
+        if kind == "dir":
+            with resolve(path, make_dirs=True) as r:
+                if r.kind == "file":
+                    raise ToolError("%s is a file, not a folder" % r.display, code="not_a_directory", path=r.display)
+                if r.kind == "missing":
+                    # The staged tree becomes the folder in one rename.
+                    os.chmod(name, 0o755, dir_fd=staging_parent)
+                    os.rename(name, r.name, src_dir_fd=staging_parent, dst_dir_fd=r.dir_fd)
+                    return _ok(path=r.display)
+                src = os.open(name, DIR_FLAGS, dir_fd=staging_parent)
+                try:
+                    _merge(src, r.dir_fd)
+                finally:
+                    os.close(src)
+                result = _ok(path=r.display)
+        else:
+            src = os.open(name, DIR_FLAGS, dir_fd=staging_parent)
+            try:
                 st = os.stat(UPLOAD_ENTRY, dir_fd=src, follow_symlinks=False)
                 if not stat.S_ISREG(st.st_mode):
                     raise ToolError("the staged upload is not a regular file", code="bad_request")
                 if isinstance(args.get("size"), int) and st.st_size != args["size"]:
                     raise ToolError("the staged upload has %d bytes, not the %d announced" % (st.st_size, args["size"]),
                                     code="incomplete")
-                with resolve(path) as r:
+                with resolve(path, make_dirs=True) as r:
                     if r.kind == "dir":
                         raise ToolError("%s is a folder; give a file's path" % r.display, code="is_a_directory", path=r.display)
                     before = _lstat(r.name, r.dir_fd)
@@ -115,9 +116,9 @@ def files_commit(args, request_id=None):
                         os.chmod(UPLOAD_ENTRY, stat.S_IMODE(before.st_mode), dir_fd=src, follow_symlinks=False)
                     os.rename(UPLOAD_ENTRY, r.name, src_dir_fd=src, dst_dir_fd=r.dir_fd)
                     result = _ok(path=r.display, size=st.st_size, created=before is None)
-        finally:
-            os.close(src)
-        shutil.rmtree(name, dir_fd=parent_fd)
+            finally:
+                os.close(src)
+        shutil.rmtree(name, dir_fd=staging_parent)
         return result
 
 
@@ -177,7 +178,6 @@ class _open_staging:
 
 def _merge(src_fd, dst_fd):
     """Moves every entry of src into dst: folders merge, anything else replaces what is there."""
-    moved = 0
     for name in os.listdir(src_fd):
         st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
         there = _lstat(name, dst_fd)
@@ -186,7 +186,7 @@ def _merge(src_fd, dst_fd):
             try:
                 inner_dst = os.open(name, DIR_FLAGS, dir_fd=dst_fd)
                 try:
-                    moved += _merge(inner_src, inner_dst)
+                    _merge(inner_src, inner_dst)
                 finally:
                     os.close(inner_dst)
             finally:
@@ -195,8 +195,6 @@ def _merge(src_fd, dst_fd):
         if there is not None and stat.S_ISDIR(there.st_mode):
             shutil.rmtree(name, dir_fd=dst_fd)
         os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
-        moved += 1
-    return moved
 
 
 def _lstat(name, dir_fd):
