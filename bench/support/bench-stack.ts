@@ -91,13 +91,6 @@ export class BenchStack {
     return pid;
   }
 
-  /** The executor's process id (for its memory figures). */
-  get executorPid(): number {
-    const pid = this.processes[0]?.pid;
-    if (pid === undefined) throw new Error('the executor is not running');
-    return pid;
-  }
-
   /** Safe after a partial start. */
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((p) => stopProcess(p)));

@@ -3,10 +3,12 @@ import { AppError, ErrorCode } from '@app/errors';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
+import { ApiOperation, plainText } from '../api-docs/api-operation';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { TenantId } from '../common/request-context';
 import { PathId, ValidQuery } from '../common/validation/request-parts';
 import { attachmentDisposition, downloadHeaders } from './content-types';
+import { deletedPathSchema, importedArchiveSchema, writtenFileSchema } from './workspace-files.responses';
 import { WorkspaceFilesService } from './workspace-files.service';
 
 const deleteQuerySchema = z.object({ recursive: z.enum(['true', 'false']).optional() }).strict();
@@ -24,6 +26,13 @@ export class WorkspaceFilesController {
   constructor(private readonly files: WorkspaceFilesService) {}
 
   @Get('files/*path')
+  @ApiOperation({
+    summary: "Download a workspace file's raw bytes",
+    description: 'Content type by extension (application/octet-stream otherwise); active content comes as an attachment. An idle sandbox is started first.',
+    response: plainText('application/octet-stream', 'the file'),
+    errors: [ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.UnsupportedBackend, ErrorCode.ExecutorUnavailable, ErrorCode.SandboxFailed],
+    tag: 'files',
+  })
   async download(@TenantId() tenantId: string, @PathId('session') sessionId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const file = await this.files.read(tenantId, sessionId, filePath(req));
     const type = downloadHeaders(file.path);
@@ -37,6 +46,12 @@ export class WorkspaceFilesController {
   }
 
   @Put('files/*path')
+  @ApiOperation({
+    summary: 'Upload a file as the raw body (Content-Length required), making missing folders; all or nothing',
+    response: writtenFileSchema,
+    errors: [ErrorCode.LengthRequired, ErrorCode.PayloadTooLarge, ErrorCode.Conflict, ErrorCode.UnsupportedBackend, ErrorCode.ExecutorUnavailable, ErrorCode.SandboxFailed],
+    tag: 'files',
+  })
   @HttpCode(200)
   async upload(@TenantId() tenantId: string, @PathId('session') sessionId: string, @Req() req: Request) {
     const path = filePath(req);
@@ -48,12 +63,24 @@ export class WorkspaceFilesController {
   }
 
   @Delete('files/*path')
+  @ApiOperation({
+    summary: 'Delete a file, or a folder with recursive=true (a symlink itself, never its target)',
+    response: deletedPathSchema,
+    errors: [ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.UnsupportedBackend, ErrorCode.ExecutorUnavailable, ErrorCode.SandboxFailed],
+    tag: 'files',
+  })
   @HttpCode(200)
   async remove(@TenantId() tenantId: string, @PathId('session') sessionId: string, @Req() req: Request, @ValidQuery(deleteQuerySchema) q: z.output<typeof deleteQuerySchema>) {
     return this.files.delete(tenantId, sessionId, filePath(req), q.recursive === 'true');
   }
 
   @Get('archive')
+  @ApiOperation({
+    summary: 'Export a workspace folder as a tar (links kept as links, never followed)',
+    response: plainText('application/x-tar', 'a tar of the folder'),
+    errors: [ErrorCode.NotFound, ErrorCode.Conflict, ErrorCode.UnsupportedBackend, ErrorCode.ExecutorUnavailable, ErrorCode.SandboxFailed],
+    tag: 'files',
+  })
   async exportFolder(@TenantId() tenantId: string, @PathId('session') sessionId: string, @ValidQuery(archiveQuerySchema) q: z.output<typeof archiveQuerySchema>, @Res() res: Response): Promise<void> {
     const folder = await this.files.exportFolder(tenantId, sessionId, q.path ?? '.');
     const name = folder.path === '.' ? 'workspace' : folder.path.split('/').pop();
@@ -65,6 +92,12 @@ export class WorkspaceFilesController {
   }
 
   @Post('archive')
+  @ApiOperation({
+    summary: 'Import a tar into a workspace folder; any refused entry means nothing is written',
+    response: importedArchiveSchema,
+    errors: [ErrorCode.PayloadTooLarge, ErrorCode.Conflict, ErrorCode.UnsupportedBackend, ErrorCode.ExecutorUnavailable, ErrorCode.SandboxFailed],
+    tag: 'files',
+  })
   @HttpCode(200)
   async importFolder(@TenantId() tenantId: string, @PathId('session') sessionId: string, @ValidQuery(archiveQuerySchema) q: z.output<typeof archiveQuerySchema>, @Req() req: Request) {
     const length = req.headers['content-length'];
