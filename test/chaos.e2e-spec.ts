@@ -42,6 +42,9 @@ describe('chaos: faults while runs have tool calls in flight', () => {
       RUNBOX_RUN_SWEEP_SECONDS: '1',
       RUNBOX_SANDBOX_SWEEP_SECONDS: String(SWEEP_SECONDS),
       RUNBOX_EXECUTOR_GRACE_MS: '3000',
+      // No warm pool: its idle containers carry the executor's label too, and the last test
+      // counts what the sessions leave behind.
+      RUNBOX_WARM_POOL_SIZE: '0',
     },
   });
   const figures: Record<string, unknown> = {};
@@ -134,7 +137,8 @@ describe('chaos: faults while runs have tool calls in flight', () => {
   async function printForDiagnosis(runs: StartedRun[]): Promise<void> {
     for (const run of runs) {
       const events = await stack.postgres.query<{ seq: number; type: string }>('SELECT seq, type FROM run_events WHERE run_id = $1 ORDER BY seq', [run.id]);
-      console.log(`${run.id}: ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}`);
+      const [row] = await stack.postgres.query<{ status: string; error: string | null }>('SELECT status, error FROM runs WHERE id = $1', [run.id]);
+      console.log(`${run.id} (${row?.status}${row?.error ? `: ${row.error}` : ''}): ${events.map((e) => `${e.seq}:${e.type}`).join(' ')}`);
     }
     console.log(stack.output);
   }
@@ -227,6 +231,7 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     const afterEnded = await allEnded(after, Date.now());
     await checkInvariants(after);
     figures.nats_node_kill = { kill_to_last_run_end_ms: ended.lastEndMs, statuses: ended.statuses, new_run_ms: afterEnded.lastEndMs, ...invariants };
+    if ([...ended.statuses, ...afterEnded.statuses].some((s) => s !== 'completed')) await printForDiagnosis([...runs, ...after]);
     expect([...ended.statuses, ...afterEnded.statuses].every((s) => s === 'completed')).toBe(true);
     await stack.nats.restart(node);
   });

@@ -64,10 +64,27 @@ describe('ExecutorClient.callTool while its executor is silent', () => {
     await expect(result).resolves.toEqual(reply);
   });
 
-  it('ends a call the executor took once its process is gone: the call may or may not have run', async () => {
-    const { client, setRequest } = silentExecutor(() => 'gone');
+  it('ends a call the executor took once nobody has listened for it past a NATS reconnect: the call may or may not have run', async () => {
+    const { client, probes, setRequest } = silentExecutor(() => 'gone');
     setRequest(() => new Promise(() => undefined));
     await expect(client.callTool(call, 'exec-1')).rejects.toMatchObject({ outcomeUnknown: true, lostExecutorId: 'exec-1' });
+    // One "no responders" is not believed: the probes found nobody again and again first.
+    expect(probes.mock.calls.length).toBeGreaterThan(3);
+  }, 15_000);
+
+  it('keeps waiting while nobody listens only for a moment (an executor reconnecting to another NATS server)', async () => {
+    let reconnected = false;
+    const { client, probes, setRequest } = silentExecutor(() => (reconnected ? 'answered' : 'gone'));
+    let answer: (value: unknown) => void = () => undefined;
+    setRequest(() => new Promise((resolve) => (answer = resolve)));
+    let settled = false;
+    const result = client.callTool(call, 'exec-1').finally(() => (settled = true));
+    while (!settled && probes.mock.calls.length < 3) await new Promise((resolve) => setTimeout(resolve, heartbeatMs));
+    reconnected = true;
+    const asked = probes.mock.calls.length;
+    while (!settled && probes.mock.calls.length < asked + 3) await new Promise((resolve) => setTimeout(resolve, heartbeatMs));
+    answer(reply);
+    await expect(result).resolves.toEqual(reply);
   });
 
   it('says nothing ran when the tries found nobody listening, not mistaking one sent again during the probe for one the process took', async () => {
@@ -87,5 +104,5 @@ describe('ExecutorClient.callTool while its executor is silent', () => {
     });
     await expect(client.callTool(call, 'exec-1')).rejects.toMatchObject({ outcomeUnknown: false, lostExecutorId: 'exec-1' });
     expect(tries).toBeGreaterThanOrEqual(2);
-  });
+  }, 15_000);
 });

@@ -12,7 +12,7 @@ import {
 } from '@app/contracts';
 import { NATS_CLIENT, NatsClient, NatsContractClient, NatsTimeoutError } from '@app/messaging';
 import { ExecutorAnnouncements } from '../executors/executor-announcements';
-import { ExecutorRegistry, ExecutorStanding } from '../executors/executor-registry';
+import { ExecutorRegistry, ExecutorStanding, MISSED_HEARTBEATS_FOR_LOSS } from '../executors/executor-registry';
 
 /**
  * Raised when no executor answered. With `outcomeUnknown`, one took the call but its reply
@@ -57,6 +57,17 @@ const REFUSALS = new Set(['executor_full', 'executor_draining']);
  * unread, in its socket). Executors answer a discovery within milliseconds.
  */
 const RECHECK_WAIT_MS = 1_000;
+
+/**
+ * The least time "nobody listens" for an executor's presence must last before its process
+ * is believed gone. An executor whose NATS server went away has no subscriptions on the
+ * cluster until its connection has reconnected to another server and subscribed again; its
+ * heartbeats are missed meanwhile too, so a probe then also finds nobody although the
+ * process is alive and will answer. This outlasts that reconnect (the client tries the
+ * other servers within a quarter second each, on a machine that may be busy); the loss
+ * window, when longer, is waited out once more instead.
+ */
+const GONE_CONFIRM_MS = 5_000;
 
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
@@ -214,10 +225,17 @@ export class ExecutorClient extends NatsContractClient {
   private goneDuring(executorId: string, stop: AbortSignal, tries: CallTries): Promise<never> {
     return new Promise((_, reject) => {
       let checking = false;
+      // When the probes began to find nobody, without an answer or a heartbeat since.
+      let nobodySince: number | undefined;
       const check = async (): Promise<void> => {
         const sentBefore = tries.sent;
         const presence = await this.announcements.presence(executorId, Math.min(RECHECK_WAIT_MS, this.heartbeatMs));
-        if (presence !== 'gone') return;
+        if (presence !== 'gone') {
+          nobodySince = undefined;
+          return;
+        }
+        nobodySince ??= Date.now();
+        if (Date.now() - nobodySince < this.goneConfirmMs) return;
         await new Promise((resolve) => setImmediate(resolve));
         if (stop.aborted || (tries.open && tries.sent > sentBefore)) return;
         clearInterval(timer);
@@ -228,7 +246,11 @@ export class ExecutorClient extends NatsContractClient {
         );
       };
       const timer = setInterval(() => {
-        if (checking || this.executors.standing(executorId).kind === 'serving') return;
+        if (this.executors.standing(executorId).kind === 'serving') {
+          nobodySince = undefined;
+          return;
+        }
+        if (checking) return;
         checking = true;
         void check().finally(() => (checking = false));
       }, this.heartbeatMs / 2);
@@ -256,6 +278,11 @@ export class ExecutorClient extends NatsContractClient {
     if (standing.kind === 'serving') return standing;
     await this.announcements.askAndWait(Math.min(RECHECK_WAIT_MS, this.heartbeatMs), executorId);
     return this.executors.standing(executorId);
+  }
+
+  /** How long the probes must find nobody before the process is believed gone: past a NATS reconnect, and past the loss window once more. */
+  private get goneConfirmMs(): number {
+    return Math.max(GONE_CONFIRM_MS, MISSED_HEARTBEATS_FOR_LOSS * this.heartbeatMs);
   }
 
   private get heartbeatMs(): number {
