@@ -40,4 +40,12 @@ describe('browser idle contexts', () => {
     const shown = await browse(session, { action: 'navigate', url: `${web.origin}/cookie/show` });
     expect(shown.output).toContain('cookie: [none]');
   });
+
+  it('never closes a context while a call is using it, however long the call takes', async () => {
+    const session = (await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} })).body.id;
+    // The page answers after 2.5 s, more than twice the idle time: the sweep runs meanwhile.
+    const late = await browse(session, { action: 'navigate', url: `${web.origin}/late?ms=2500` });
+    expect({ is_error: late.is_error, output: late.output.slice(0, 300) }).toMatchObject({ is_error: false });
+    expect(late.output).toContain('Worth the wait');
+  });
 });

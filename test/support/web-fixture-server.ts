@@ -163,6 +163,12 @@ export class WebFixtureServer {
         return redirect(url.searchParams.get('target') ?? '/');
       case '/fail':
         return res.writeHead(500, { 'content-type': 'text/plain' }).end(`database exploded: ${'x'.repeat(5000)}`);
+      case '/late': {
+        // Answers after ?ms= (at most 10 s): a page load that takes its time.
+        const ms = Math.min(Number(url.searchParams.get('ms') ?? 0) || 0, 10_000);
+        setTimeout(() => html(articlePage('Worth the wait', 2)), ms);
+        return;
+      }
       case '/slow':
         this.hanging.add(res);
         return; // never answers

@@ -60,7 +60,10 @@ export class BrowserPool implements OnModuleDestroy {
     return this.executable ? { available: true } : { available: false, reason: 'no Chromium found (install chromium or set RUNBOX_BROWSER_EXECUTABLE)' };
   }
 
-  /** The session's context, made on first use; `restarted` when a crash ended the one it had. */
+  /**
+   * The session's context, made on first use; `restarted` when a crash ended the one it had.
+   * The caller holds it until `session.endCall()`: until then it is not idle.
+   */
   async session(tenantId: string, sessionId: string): Promise<{ session: BrowserSession; restarted: boolean }> {
     const key = `${tenantId}/${sessionId}`;
     await this.dropIfDead();
@@ -77,6 +80,7 @@ export class BrowserPool implements OnModuleDestroy {
       pending.catch(() => this.sessions.delete(key));
     }
     const session = await pending;
+    session.callsInFlight++;
     session.lastUsed = Date.now();
     return { session, restarted };
   }
@@ -153,7 +157,7 @@ export class BrowserPool implements OnModuleDestroy {
     const cutoff = Date.now() - this.config.RUNBOX_BROWSER_IDLE_SECONDS * 1000;
     for (const [key, pending] of [...this.sessions]) {
       const session = await pending.catch(() => null);
-      if (session && session.lastUsed < cutoff && this.sessions.get(key) === pending) {
+      if (session && session.callsInFlight === 0 && session.lastUsed < cutoff && this.sessions.get(key) === pending) {
         this.sessions.delete(key);
         await session.close();
       }

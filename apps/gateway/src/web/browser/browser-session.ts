@@ -18,6 +18,8 @@ const BLOCKED_KEPT = 50;
  */
 export class BrowserSession {
   lastUsed = Date.now();
+  /** Calls using the context now: it is never idle while one is (a slow page load can outlast the idle time). */
+  callsInFlight = 0;
   private rules: DomainRules = NO_DOMAIN_RULES;
   private blocked: BlockedRequest[] = [];
   private notes: string[] = [];
@@ -41,6 +43,12 @@ export class BrowserSession {
   /** The tenant's egress rules as of this call (read once per call, applied to every request). */
   useRules(rules: DomainRules): void {
     this.rules = rules;
+    this.lastUsed = Date.now();
+  }
+
+  /** A call taken from the pool is over: the idle time counts from now. */
+  endCall(): void {
+    this.callsInFlight = Math.max(0, this.callsInFlight - 1);
     this.lastUsed = Date.now();
   }
 

@@ -82,14 +82,21 @@ export class BrowserTool implements GatewayTool {
       return toolFailure(`The browser could not start: ${playwrightMessage(err)}`, { error_code: 'browser_unavailable' });
     }
     const { session, restarted } = opened;
-    session.useRules(await this.rules.forTenant(ctx.tenantId));
     const timeout = Math.min(ACTION_TIMEOUT_MS, Math.max(ctx.timeoutMs - 5_000, 1_000));
     const files = this.files.reader({ ...ctx, callId: ctx.callId ?? `browser:${randomUUID()}`, timeoutMs: Math.min(ctx.timeoutMs, 60_000) });
+    try {
+      session.useRules(await this.rules.forTenant(ctx.tenantId));
+    } catch (err) {
+      session.endCall();
+      throw err;
+    }
     let result: GatewayToolResult;
     try {
       result = await this.act(session, args, timeout, ctx.maxOutputChars, files);
     } catch (err) {
       result = toolFailure(`${args.action} failed: ${playwrightMessage(err)}`, { action: args.action });
+    } finally {
+      session.endCall();
     }
     const over = await session.overLimit();
     if (over) await this.pool.release(ctx.tenantId, ctx.sessionId);
