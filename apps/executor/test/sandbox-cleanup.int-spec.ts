@@ -167,8 +167,8 @@ describe('orphan sweep and dead containers', () => {
       const ghostSession = `ses_ghost${randomBytes(6).toString('hex')}`;
       return driver.create(`runbox-${ghostSession}`, { [LABEL.session]: ghostSession, [LABEL.tenant]: harness.tenantId });
     });
-    await eventually('the periodic sweep', async () => !(await exists('container', ghost.containerId)));
-    expect(await exists('volume', ghost.volume)).toBe(false);
+    // The sweep removes the container, then its volume: wait for both, not just the first.
+    await eventually('the periodic sweep', async () => !(await exists('container', ghost.containerId)) && !(await exists('volume', ghost.volume)));
 
     // A session deleted while its executor did not hear about it loses its sandbox too.
     const { container_id: containerId } = (await harness.sandboxRow(live.sessionId))!;
