@@ -24,6 +24,7 @@ describe('NatsClient on a NATS cluster', () => {
 
   it('takes NATS_URL as a comma-separated list, creates the stream with 3 replicas, and keeps every message when a node is killed', async () => {
     const client = await NatsClient.connect(cluster.url, 'test-cluster', logger);
+    let killed: number | undefined;
     try {
       await client.ensureWorkQueue(queued, queue(3));
       const jsm = await client.connection.jetstreamManager();
@@ -36,8 +37,12 @@ describe('NatsClient on a NATS cluster', () => {
       const connectedTo = client.connection.getServer();
       const index = [0, 1, 2].find((i) => cluster.nodeUrl(i).endsWith(connectedTo.split(':').pop() ?? '')) ?? 0;
       await cluster.kill(index);
-      // Until the stream and consumer have new leaders, JetStream's API times out; then
-      // every message is there.
+      killed = index;
+      // The stream and its consumer elect new leaders on the two nodes left; until then
+      // JetStream's API times out. Once the stream's leader answers and its other copy has
+      // caught up, all 20 messages are there and the consumer hands them out.
+      const settled = await untilSettled(client, cluster.nodeName(index));
+      expect(settled.stream.messages).toBe(20);
       const seen: number[] = [];
       const deadline = Date.now() + 30_000;
       while (seen.length < 20 && Date.now() < deadline) {
@@ -51,11 +56,13 @@ describe('NatsClient on a NATS cluster', () => {
           if (!isNatsUnavailable(err)) throw err;
         }
       }
+      if (seen.length < 20) console.error('NATS state when messages were missing:', JSON.stringify(await clusterState(client)));
       expect(seen.sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
       expect(client.connection.getServer()).not.toBe(connectedTo);
-      await cluster.restart(index);
     } finally {
       await client.close();
+      // The other tests need all three nodes, whatever happened here.
+      if (killed !== undefined) await cluster.restart(killed);
     }
   });
 
@@ -99,3 +106,38 @@ describe('NatsClient on a NATS cluster', () => {
     }
   });
 });
+
+/**
+ * Waits (at most 30 s) until the queue's stream and consumer have leaders on live nodes and
+ * their other live copy is current. The killed node stays listed (not current) for a while.
+ */
+async function untilSettled(client: NatsClient, killed: string): Promise<{ stream: { messages: number } }> {
+  const deadline = Date.now() + 30_000;
+  let last: unknown = 'no answer';
+  while (Date.now() < deadline) {
+    try {
+      const state = await clusterState(client);
+      last = state;
+      const copiesCurrent = (c: { leader?: string; replicas?: Array<{ name: string; current: boolean }> } | undefined) =>
+        !!c?.leader && c.leader !== killed && (c.replicas ?? []).filter((r) => r.name !== killed).every((r) => r.current);
+      if (copiesCurrent(state.streamCluster) && copiesCurrent(state.consumerCluster)) return state;
+    } catch (err) {
+      if (!isNatsUnavailable(err)) throw err;
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the stream and consumer did not settle on new leaders within 30 s: ${JSON.stringify(last)}`);
+}
+
+async function clusterState(client: NatsClient) {
+  const jsm = await client.connection.jetstreamManager({ timeout: 2_000 });
+  const stream = await jsm.streams.info('TEST_QUEUE');
+  const consumer = await jsm.consumers.info('TEST_QUEUE', 'workers');
+  return {
+    stream: stream.state,
+    streamCluster: stream.cluster,
+    consumer: { delivered: consumer.delivered, ack_floor: consumer.ack_floor, num_ack_pending: consumer.num_ack_pending, num_pending: consumer.num_pending, num_redelivered: consumer.num_redelivered },
+    consumerCluster: consumer.cluster,
+  };
+}

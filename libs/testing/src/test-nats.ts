@@ -38,15 +38,31 @@ export async function startNats(options: TestNatsOptions = {}): Promise<TestNats
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed to servers a test starts are drawn below the kernel's ephemeral range
+ * (32768 and up here): a port the kernel picked for `listen(0)` and that was then released
+ * can be taken at once by any outgoing connection on the machine (a database pool, a Docker
+ * call), and the server started on it a moment later fails to bind. Below that range only
+ * another test's pick can collide, and only by drawing the same one of 17,000 ports within
+ * the same few milliseconds.
+ */
+const TEST_PORTS = { from: 15_000, to: 32_000 };
+
+/** A loopback port nothing listens on now, outside the ephemeral range. */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = TEST_PORTS.from + Math.floor(Math.random() * (TEST_PORTS.to - TEST_PORTS.from));
+    if (await canBind(port)) return port;
+  }
+  throw new Error(`no free port between ${TEST_PORTS.from} and ${TEST_PORTS.to}`);
+}
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
