@@ -8,6 +8,7 @@ import {
   Msg,
   MsgHdrs,
   NatsConnection,
+  JetStreamManager,
   NatsError,
   RetentionPolicy,
   StorageType,
@@ -17,6 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { acceptRequestId, currentRequestId, REQUEST_ID_HEADER, withRequestId } from '@app/logging';
 import { ZodError, ZodType } from 'zod';
+import { isNatsUnavailable } from './nats-unavailable';
 import { decodeJson, jsonCodec as codec } from './json-codec';
 import { fetchLargeMessage, isLargeMessageEnvelope, LargeMessageError, offerLargeMessage } from './large-message';
 
@@ -271,12 +273,33 @@ export class NatsClient {
       });
       this.logger.info({ stream: options.stream, from: had, to: options.replicas }, 'changed the stream\'s replica count');
     }
+    await this.ensureConsumer(jsm, options);
+  }
+
+  /**
+   * The queue's durable consumer, created or with its ack wait brought up to date. Right
+   * after the stream was created or its copies changed, the stream may be electing its
+   * leader: the consumer API then answers "stream not found" or nothing for a moment, so
+   * those answers are asked again, for at most CONSUMER_SETUP_MS.
+   */
+  private async ensureConsumer(jsm: JetStreamManager, options: WorkQueueOptions): Promise<void> {
     const ackWait = options.ackWaitMs * 1_000_000;
-    try {
-      const info = await jsm.consumers.info(options.stream, options.consumer);
-      if (info.config.ack_wait !== ackWait) await jsm.consumers.update(options.stream, options.consumer, { ack_wait: ackWait });
-    } catch {
-      await jsm.consumers.add(options.stream, { durable_name: options.consumer, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
+    const deadline = Date.now() + CONSUMER_SETUP_MS;
+    for (;;) {
+      try {
+        const info = await jsm.consumers.info(options.stream, options.consumer).catch((err: unknown) => {
+          if (err instanceof NatsError && err.api_error?.err_code === CONSUMER_NOT_FOUND) return null;
+          throw err;
+        });
+        if (!info) await jsm.consumers.add(options.stream, { durable_name: options.consumer, ack_policy: AckPolicy.Explicit, ack_wait: ackWait, max_deliver: -1 });
+        else if (info.config.ack_wait !== ackWait) await jsm.consumers.update(options.stream, options.consumer, { ack_wait: ackWait });
+        return;
+      } catch (err) {
+        const settling = isNatsUnavailable(err) || (err instanceof NatsError && err.api_error?.err_code === STREAM_NOT_FOUND);
+        if (!settling || Date.now() >= deadline) throw err;
+        this.logger.info({ stream: options.stream, err: errorText(err) }, 'the run stream is settling; setting up its consumer again');
+        await new Promise((r) => setTimeout(r, 250));
+      }
     }
   }
 
@@ -392,8 +415,11 @@ export class NatsClient {
   }
 }
 
-/** JetStream's error code for "stream not found". */
+/** JetStream's error codes for "stream not found" and "consumer not found". */
 const STREAM_NOT_FOUND = 10059;
+const CONSUMER_NOT_FOUND = 10014;
+/** How long a consumer's setup waits out a stream that is electing its leader. */
+const CONSUMER_SETUP_MS = 15_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
