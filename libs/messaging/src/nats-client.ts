@@ -252,21 +252,21 @@ export class NatsClient {
       throw err;
     });
     if (!existing) {
-      await jsm.streams
-        .add({
+      await this.whilePeersReturn(() =>
+        jsm.streams.add({
           name: options.stream,
           subjects: [contract.subject],
           retention: RetentionPolicy.Workqueue,
           storage: StorageType.File,
           duplicate_window: options.duplicateWindowMs * 1_000_000,
           num_replicas: options.replicas,
-        })
-        .catch((err: unknown) => {
-          throw new StreamReplicasError(`could not create the stream ${options.stream} with ${options.replicas} replicas (RUNBOX_NATS_STREAM_REPLICAS): ${errorText(err)}`);
-        });
+        }),
+      ).catch((err: unknown) => {
+        throw new StreamReplicasError(`could not create the stream ${options.stream} with ${options.replicas} replicas (RUNBOX_NATS_STREAM_REPLICAS): ${errorText(err)}`);
+      });
     } else if (existing.config.num_replicas !== options.replicas) {
       const had = existing.config.num_replicas;
-      await jsm.streams.update(options.stream, { ...existing.config, num_replicas: options.replicas }).catch((err: unknown) => {
+      await this.whilePeersReturn(() => jsm.streams.update(options.stream, { ...existing.config, num_replicas: options.replicas })).catch((err: unknown) => {
         throw new StreamReplicasError(
           `the stream ${options.stream} has ${had} replicas and RUNBOX_NATS_STREAM_REPLICAS asks for ${options.replicas}, but the servers refused the change: ${errorText(err)}`,
         );
@@ -277,14 +277,32 @@ export class NatsClient {
   }
 
   /**
+   * A stream placement the servers refuse because a peer is offline for the moment (a node
+   * restarting, or one the meta leader has not heard from lately) is asked again, for at most
+   * STREAM_SETUP_MS; any other refusal (more copies than the cluster has nodes) is final.
+   */
+  private async whilePeersReturn<T>(place: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + STREAM_SETUP_MS;
+    for (;;) {
+      try {
+        return await place();
+      } catch (err) {
+        if (!/peer offline/i.test(errorText(err)) || Date.now() >= deadline) throw err;
+        this.logger.info({ err: errorText(err) }, 'a NATS peer is offline; placing the run stream again');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  }
+
+  /**
    * The queue's durable consumer, created or with its ack wait brought up to date. Right
    * after the stream was created or its copies changed, the stream may be electing its
    * leader: the consumer API then answers "stream not found" or nothing for a moment, so
-   * those answers are asked again, for at most CONSUMER_SETUP_MS.
+   * those answers are asked again, for at most STREAM_SETUP_MS.
    */
   private async ensureConsumer(jsm: JetStreamManager, options: WorkQueueOptions): Promise<void> {
     const ackWait = options.ackWaitMs * 1_000_000;
-    const deadline = Date.now() + CONSUMER_SETUP_MS;
+    const deadline = Date.now() + STREAM_SETUP_MS;
     for (;;) {
       try {
         const info = await jsm.consumers.info(options.stream, options.consumer).catch((err: unknown) => {
@@ -418,8 +436,8 @@ export class NatsClient {
 /** JetStream's error codes for "stream not found" and "consumer not found". */
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
-/** How long a consumer's setup waits out a stream that is electing its leader. */
-const CONSUMER_SETUP_MS = 15_000;
+/** How long the run stream's setup waits out a peer that is away or a stream electing its leader. */
+const STREAM_SETUP_MS = 15_000;
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
