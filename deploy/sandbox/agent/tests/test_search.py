@@ -386,14 +386,19 @@ class RealRgDeadlineTest(SearchTest):
         line = " ".join("w%d" % i for i in range(40)) + " 7\n"
         for name in names:
             self.put(name, "head\n" + line)
+        # The first pass (20 small files) alone, timed here and now: on a busy machine it takes
+        # seconds (compiling this pattern is most of it), so the deadline below is ten times
+        # what it took, at least 8 s and at most 20 s.
+        started = time.monotonic()
+        self.call("grep", pattern=self.SLOW, head_limit=0)
+        deadline = min(20.0, max(8.0, 10 * (time.monotonic() - started)))
         # 6 MB of non-ASCII words: seconds of CPU per MB for this pattern, and no match. Eight
-        # of them take far longer than the deadline even on an idle machine, while the deadline
-        # leaves the first pass (20 small files) room on a busy one.
+        # of them take far longer than 20 s even on an idle machine.
         slow = ("grüße straße ünïcödé wörds ça één " * 200 + "\n").encode() * 780
         assert search_module.SMALL_FIRST_BYTES < len(slow) < search_module.GREP_MAX_FILESIZE
         for i in range(8):
             self.put("zz/%d.txt" % i, slow)
-        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "8"}):
+        with mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "%.1f" % deadline}):
             res = self.call("grep", pattern=self.SLOW, head_limit=0)
         self.assertTrue(res["metadata"]["partial"], res["output"][-300:])
         self.assertEqual(res["output"].split("\n\n")[0].split("\n"), names)
