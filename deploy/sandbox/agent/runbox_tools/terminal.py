@@ -532,11 +532,16 @@ class _Spare:
             os.close(go)
 
     def discard(self):
-        """Not used after all: killed, and reaped by subprocess with a later Popen."""
+        """Not used after all: killed and reaped (rare: only when the starting point changed
+        or the shell was killed, so the short wait is no burden)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
             pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass  # stuck in the kernel; subprocess reaps it with a later Popen
         if self.go is not None:
             os.close(self.go)
             self.go = None
