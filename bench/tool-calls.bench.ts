@@ -19,6 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { Client } from 'pg';
 import { AgentChannel } from '../apps/executor/src/sandbox/agent-channel';
 import { AGENT_COMMAND, AGENT_USER } from '../apps/executor/src/sandbox/sandbox-policy';
 import { BenchStack, BenchTenant } from './support/bench-stack';
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
     const tenant = await stack.createTenant('bench', { max_sessions: 100, max_sandboxes: 100 });
     const sessions: string[] = [];
     for (let i = 0; i < PARALLEL_SESSIONS; i++) sessions.push(await newSession(stack, tenant));
-    for (const session of sessions) channels.push(await openChannel(await containerOf(session)));
+    for (const session of sessions) channels.push(await openChannel(await containerOf(stack, session)));
     const [first] = sessions;
     const content = 'x'.repeat(63) + '\n';
     await expectOk(toolCall(stack, tenant, first, 'write_file', { path: FILE, content: content.repeat(64) }));
@@ -135,10 +136,18 @@ async function expectChannelOk(pending: ReturnType<AgentChannel['call']>): Promi
   if (result.is_error) throw new Error(`channel call failed: ${result.output.slice(0, 300)}`);
 }
 
-async function containerOf(session: string): Promise<Docker.Container> {
-  const [container] = await docker.listContainers({ filters: { label: [`runbox.session=${session}`] } });
-  if (!container) throw new Error(`no container for session ${session}`);
-  return docker.getContainer(container.Id);
+/** The session's container, from its sandbox row: one from the warm pool carries no session label. */
+async function containerOf(stack: BenchStack, session: string): Promise<Docker.Container> {
+  const client = new Client({ connectionString: stack.systemDatabaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ container_id: string | null }>('SELECT container_id FROM sandboxes WHERE session_id = $1', [session]);
+    const id = rows[0]?.container_id;
+    if (!id) throw new Error(`no container for session ${session}`);
+    return docker.getContainer(id);
+  } finally {
+    await client.end();
+  }
 }
 
 /** A channel of the bench's own into the container's agent, opened the way the executor opens its own. */

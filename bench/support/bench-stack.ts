@@ -25,6 +25,8 @@ export class BenchStack {
   url = '';
   private nats?: TestNats;
   private database?: string;
+  /** The bench's own database, as the deployment-wide role (for reads no API offers). */
+  systemDatabaseUrl = '';
   private readonly processes: ChildProcess[] = [];
 
   constructor(private readonly env: Record<string, string>) {}
@@ -32,6 +34,7 @@ export class BenchStack {
   async start(): Promise<this> {
     this.nats = await startNats();
     const databaseUrl = await this.createDatabase();
+    this.systemDatabaseUrl = urlWithRole(databaseUrl, TEST_ROLES.system);
     const port = await freePort();
     this.url = `http://127.0.0.1:${port}`;
     const env = {

@@ -149,6 +149,7 @@ def serve_connection(conn):
             reply({"id": None, "error": {"code": "bad_request", "message": "a request must be a JSON object"}})
             return
         reply(handle(request))
+        tools()[0].run_after_reply_hooks()
 
     for line in reader:
         if line.strip():

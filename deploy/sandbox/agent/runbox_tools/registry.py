@@ -14,6 +14,9 @@ class _Ops(dict):
     def __init__(self):
         super().__init__()
         self.startup_hooks = []
+        # Run after each reply has been sent, on the thread that sent it: work a call makes
+        # necessary but its caller need not wait for (terminal's next spare shell).
+        self.after_reply_hooks = []
 
     def register(self, name):
         def deco(fn):
@@ -24,6 +27,17 @@ class _Ops(dict):
     def on_startup(self, fn):
         self.startup_hooks.append(fn)
         return fn
+
+    def after_reply(self, fn):
+        self.after_reply_hooks.append(fn)
+        return fn
+
+    def run_after_reply_hooks(self):
+        for hook in self.after_reply_hooks:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001  housekeeping must never take a worker down
+                pass
 
 
 OPS = _Ops()

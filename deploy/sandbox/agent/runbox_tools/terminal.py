@@ -24,6 +24,18 @@ Design, and why:
   trap or ends in `exec` saves nothing. The state lives under RUNBOX_AGENT_STATE (default
   /tmp/runbox), outside the workspace the model sees.
 
+* A spare shell waits for the next call. Starting bash (fork, exec, the dynamic linker,
+  bash's own start-up) is most of what a short command costs, so one bash is started ahead
+  of time, with the same argv, environment, working directory and session of its own that
+  a call's shell gets, and blocks reading a pipe. A call hands it its job id there: it
+  points its stdout and stderr at the call's files, resets SECONDS and only then sources the
+  runner, so the saved state it restores is the one current when the call starts, exactly
+  as for a shell started then. The call then starts the next spare. A spare is only used
+  if it was made for the same workspace, state directory and starting environment (the
+  first call's, or the empty one later calls get); any other, or one that is gone (a
+  command may kill every process of its user), is dropped and the call starts its shell
+  the ordinary way. While idle a spare costs one sleeping bash and two descriptors here.
+
 * Output goes straight to files. stdout and stderr are opened onto hidden files
   <workspace>/.runbox/jobs/.<job_id>.stdout.txt and .stderr.txt before the process
   starts, and nothing is ever buffered in the agent. A call that outlives its wait window
@@ -155,6 +167,21 @@ if [[ -f $__runbox_saved ]]; then
 fi
 # The braces send xtrace's trace of the trap itself to /dev/null.
 builtin trap '{ __runbox_exit "$?"; } 2>/dev/null' EXIT
+"""
+
+
+# A spare shell runs `bash -c BOOTSTRAP bash <this file> <pipe fd> <runner file> <saved state>
+# <pending directory> <jobs directory>`. Until its call comes it reads the pipe; the line it
+# gets is the call's job id, from which the call's file names follow (as _Call makes them).
+# Sourced with no arguments, so its `set --` (and the runner's) are the shell's own.
+SPARE = r"""# runbox terminal spare: a shell started before its call, waiting for the call's job id.
+__runbox_go=$2
+IFS= read -r -u "$__runbox_go" __runbox_job || exit 0
+exec {__runbox_go}<&- >"$6/.$__runbox_job.stdout.txt" 2>"$6/.$__runbox_job.stderr.txt"
+set -- "$3" "$4" "$5/$__runbox_job.sh" "$5/$__runbox_job.cmd"
+unset -v __runbox_go __runbox_job
+SECONDS=0
+. "$1"
 """
 
 
@@ -441,19 +468,146 @@ def _environment():
 
 def _spawn(call):
     env = _environment()
-    argv = [BASH, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
-            _runner_file(), _state_file(), call.pending_state, call.command_file]
+    # Made by the agent even for a spare shell, which only truncates them: a full or
+    # read-only workspace fails the call here, as "could not start the command".
     with open(call.files["stdout"], "wb") as out, open(call.files["stderr"], "wb") as err:
-        call.proc = subprocess.Popen(
-            argv, cwd=_workspace(), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, close_fds=True)
-    try:
-        call.pidfd = os.pidfd_open(call.proc.pid)
-    except (AttributeError, OSError):
+        if not _SPARES.hand_over(call, _spare_key(env)):
+            argv = [BASH, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
+                    _runner_file(), _state_file(), call.pending_state, call.command_file]
+            call.proc = subprocess.Popen(
+                argv, cwd=_workspace(), env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                start_new_session=True, close_fds=True)
+            call.pidfd = _open_pidfd(call.proc.pid)
+    if call.pidfd is None:
         # No pidfds here (an old kernel, or a seccomp profile without pidfd_open): a thread
         # blocked in waitpid wakes the moment the command exits.
         threading.Thread(target=_wait_exit, args=(call,), daemon=True,
                          name="runbox-wait-%s" % call.job_id).start()
+
+
+def _open_pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _spare_key(env):
+    """What a spare must have been started with to serve a call now."""
+    return (_workspace(), _state_dir(), BASH, tuple(sorted(env.items())))
+
+
+class _Spare:
+    """One bash started ahead of its call (see the module docstring), and its pipe."""
+
+    def __init__(self, key):
+        self.key = key
+        workspace, state_dir, bash, env = key
+        read_end, self.go = os.pipe()
+        try:
+            argv = [bash, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
+                    _script_file("spare.sh", SPARE), str(read_end), _runner_file(),
+                    os.path.join(state_dir, "shell_state.sh"), os.path.join(state_dir, "pending"),
+                    os.path.join(workspace, ".runbox", "jobs")]
+            self.proc = subprocess.Popen(
+                argv, cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                close_fds=True, pass_fds=(read_end,))
+        except BaseException:
+            os.close(self.go)
+            raise
+        finally:
+            os.close(read_end)
+        self.pidfd = _open_pidfd(self.proc.pid)
+
+    def start(self, job_id):
+        """Sends the job id; False when the shell is gone (the pipe has no reader)."""
+        go, self.go = self.go, None
+        try:
+            os.write(go, (job_id + "\n").encode("ascii"))
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(go)
+
+    def discard(self):
+        """Not used after all: killed and reaped (rare: only when the starting point changed
+        or the shell was killed, so the short wait is no burden)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass  # stuck in the kernel; subprocess reaps it with a later Popen
+        if self.go is not None:
+            os.close(self.go)
+            self.go = None
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+class _SpareShells:
+    """Keeps one spare shell ready. The next one is started after the reply of the call
+    that took the last one has gone out (an after-reply hook, on that call's thread): a
+    spawn is Python work holding the interpreter lock, which would otherwise hold up the
+    call it overlaps for as long."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.spare = None
+        self.wanted = False  # set by the first terminal call: no spare before then
+        self.refilling = False
+
+    def hand_over(self, call, key):
+        """Starts `call` in the spare if one fits; False if the caller must spawn its own."""
+        with self.lock:
+            spare, self.spare = self.spare, None
+            self.wanted = True
+        if spare is None:
+            return False
+        if spare.key != key:
+            spare.discard()
+            return False
+        call.proc, call.pidfd = spare.proc, spare.pidfd
+        if spare.start(call.job_id):
+            return True
+        spare.discard()
+        call.proc = call.pidfd = None
+        return False
+
+    def refill(self):
+        """Starts a spare, made for what the next call would start with now, if there is none."""
+        with self.lock:
+            if self.spare is not None or not self.wanted or self.refilling:
+                return
+            self.refilling = True
+        spare = None
+        try:
+            spare = _Spare(_spare_key(_environment()))
+        except OSError:
+            pass  # out of processes or space: calls spawn their own meanwhile
+        finally:
+            with self.lock:
+                self.refilling = False
+                if spare is not None and self.spare is None:
+                    self.spare, spare = spare, None
+        if spare is not None:
+            spare.discard()
+
+    def drop(self):
+        """Discards the spare, if any (the next call starts its own shell)."""
+        with self.lock:
+            spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.discard()
+
+
+_SPARES = _SpareShells()
+OPS.after_reply(_SPARES.refill)
 
 
 def _wait_exit(call):
@@ -536,17 +690,21 @@ def _forget(call):
 
 def _runner_file():
     """The runner script in the state directory, (re)written when missing or changed."""
-    path = os.path.join(_state_dir(), "runner.sh")
+    return _script_file("runner.sh", RUNNER)
+
+
+def _script_file(name, text):
+    path = os.path.join(_state_dir(), name)
     try:
         with open(path, encoding="utf-8") as f:
-            if f.read() == RUNNER:
+            if f.read() == text:
                 return path
     except OSError:
         pass
     os.makedirs(_state_dir(), mode=0o700, exist_ok=True)
     tmp = "%s.%d.tmp" % (path, threading.get_ident())
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(RUNNER)
+        f.write(text)
     os.replace(tmp, path)
     return path
 

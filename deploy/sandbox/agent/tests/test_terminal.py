@@ -72,6 +72,7 @@ class TerminalTestCase(unittest.TestCase):
         self.pids = []
 
     def tearDown(self):
+        terminal_module._SPARES.drop()
         for call in list(terminal_module._calls.values()):
             if call.proc is not None:
                 self.pgids.append(call.proc.pid)
@@ -540,6 +541,87 @@ class ReclaimTests(TerminalTestCase):
 
     def test_reclaimer_runs_at_startup(self):
         self.assertIn(terminal_module.start_job_reclaimer, OPS.startup_hooks)
+
+
+class InSpareShells:
+    """Runs a test class's calls as the agent does: after each reply the next spare shell
+    is started, so every call after the first starts in one (each promise, kept there too)."""
+
+    def run_cmd(self, command, **args):
+        result = super().run_cmd(command, **args)
+        OPS.run_after_reply_hooks()
+        return result
+
+
+class SpareShellStateTests(InSpareShells, ShellStateTests):
+    pass
+
+
+class SpareResultTests(InSpareShells, ResultTests):
+    pass
+
+
+class SpareTimeoutTests(InSpareShells, TimeoutTests):
+    pass
+
+
+class SpareBackgroundTests(InSpareShells, BackgroundTests):
+    pass
+
+
+class SpareCancelTests(InSpareShells, CancelTests):
+    pass
+
+
+class SpareShellTests(InSpareShells, TerminalTestCase):
+    def spare_pid(self):
+        spare = terminal_module._SPARES.spare
+        self.assertIsNotNone(spare, "no spare shell was started after the reply")
+        return spare.proc.pid
+
+    def test_the_next_call_runs_in_the_spare_started_after_the_reply(self):
+        self.run_cmd("cd /; export RB_SPARE=1")
+        pid = self.spare_pid()
+        result = self.run_cmd("echo \"$$ $PWD $RB_SPARE $SECONDS $#\"; readlink /proc/$$/fd/0")
+        self.assertEqual(result["metadata"]["pid"], pid)
+        self.assertEqual(self.stdout_of(result), "%d / 1 0 0\n/dev/null" % pid, result["output"])
+        # Nothing of the spare's pipe is left open in the command. (No pipeline: the shell
+        # holds a pipeline's pipes while it starts its parts.)
+        fds = self.stdout_of(self.run_cmd("ls /proc/$$/fd"))
+        self.assertEqual(sorted(fds.split()), ["0", "1", "2"], fds)
+
+    def test_a_spare_that_was_killed_is_replaced_by_a_fresh_shell(self):
+        self.run_cmd("true")
+        pid = self.spare_pid()
+        os.kill(pid, signal.SIGKILL)
+        self.assertTrue(wait_until(lambda: not alive(pid)))
+        result = self.run_cmd("echo ok")
+        self.assertNotEqual(result["metadata"]["pid"], pid)
+        self.assertEqual(self.stdout_of(result), "ok", result["output"])
+        self.assertNotEqual(self.spare_pid(), pid)
+
+    def test_a_spare_made_for_another_workspace_is_not_used(self):
+        self.run_cmd("true")
+        pid = self.spare_pid()
+        other = os.path.join(self.dir, "other-workspace")
+        os.makedirs(other)
+        os.environ["RUNBOX_WORKSPACE"] = other
+        os.environ["RUNBOX_AGENT_STATE"] = os.path.join(self.dir, "other-state")
+        result = self.run_cmd("pwd")
+        self.assertNotEqual(result["metadata"]["pid"], pid)
+        self.assertEqual(self.stdout_of(result), other)
+        self.assertTrue(wait_until(lambda: not alive(pid)))
+
+    def test_the_first_call_may_start_in_a_spare_with_the_agent_environment(self):
+        os.environ["RB_AGENT_VAR"] = "from-agent"
+        self.addCleanup(os.environ.pop, "RB_AGENT_VAR", None)
+        # A call that became a background job saved no state: the next one is still a first.
+        job = self.run_cmd("sleep 0.5", max_wait_ms=250)
+        self.assertTrue(job["metadata"]["background"])
+        pid = self.spare_pid()
+        result = self.run_cmd("echo \"$RB_AGENT_VAR $TERM $PWD\"")
+        self.assertEqual(result["metadata"]["pid"], pid)
+        self.assertEqual(self.stdout_of(result), "from-agent dumb %s" % self.workspace)
 
 
 if __name__ == "__main__":
