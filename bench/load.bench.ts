@@ -153,6 +153,8 @@ interface LoadFigure {
   cgroupMb: number;
   processAnonMb: number;
   shimAnonMb: number;
+  /** CPU the idle sandboxes (their processes and shims) used, in % of one core. */
+  idleCpuPercent: number;
   executorPerSandboxMb: number;
 }
 
@@ -174,11 +176,13 @@ async function loadFigures(): Promise<void> {
       const hostIdlePerSandboxMb = mb((hostUsedBytes() - hostBefore) / n);
       const containers = sessionContainers(stack.executorId);
       const memory = containerMemory(containers);
+      const idleCpuPercent = await idleCpu(containers);
       const load = await mixedLoad(stack, tenant, sessions);
       figures.push({
         sessions: n,
         ...load,
         hostIdlePerSandboxMb,
+        idleCpuPercent,
         hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
         ...memory,
         executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
@@ -190,7 +194,7 @@ async function loadFigures(): Promise<void> {
   }
   const base = figures[0];
   printTable(
-    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'executor MB/sandbox'],
+    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'executor MB/sandbox'],
     figures.map((f) => [
       String(f.sessions),
       f.perSecond.toFixed(0),
@@ -203,6 +207,7 @@ async function loadFigures(): Promise<void> {
       f.cgroupMb.toFixed(1),
       f.processAnonMb.toFixed(1),
       f.shimAnonMb.toFixed(1),
+      f.idleCpuPercent.toFixed(1),
       f.executorPerSandboxMb.toFixed(2),
     ]),
   );
@@ -290,15 +295,49 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'processA
   return { cgroupMb: mb(usage / n), processAnonMb: mb(procs / n), shimAnonMb: mb(shim / n) };
 }
 
+const IDLE_CPU_WINDOW_MS = 5_000;
+
+/**
+ * CPU time the containers (every process in them) and their shims use over a few idle
+ * seconds, in % of one core: what N sandboxes that do nothing take from the calls.
+ */
+async function idleCpu(ids: string[]): Promise<number> {
+  const before = sandboxCpuMs(ids);
+  await pause(IDLE_CPU_WINDOW_MS);
+  return ((sandboxCpuMs(ids) - before) / IDLE_CPU_WINDOW_MS) * 100;
+}
+
+function sandboxCpuMs(ids: string[]): number {
+  const shims = shimPidsById();
+  let total = 0;
+  for (const id of ids) {
+    try {
+      total += Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
+      const shim = shims.get(id);
+      // utime and stime, in clock ticks of 10 ms, after the command name (which may hold spaces).
+      const fields = shim === undefined ? [] : readFileSync(`/proc/${shim}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (fields.length > 12) total += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
 /** The anonymous memory of each container's containerd-shim, by container id. */
 function shimAnonById(): Map<string, number> {
+  return new Map([...shimPidsById()].map(([id, pid]) => [id, anonBytes(pid)]));
+}
+
+/** Each container's containerd-shim process, by container id. */
+function shimPidsById(): Map<string, number> {
   const out = new Map<string, number>();
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       if (!args[0]?.includes('containerd-shim')) continue;
       const id = args[args.indexOf('-id') + 1];
-      if (id) out.set(id, anonBytes(Number(pid)));
+      if (id) out.set(id, Number(pid));
     } catch {
       // gone meanwhile
     }
