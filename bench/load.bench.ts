@@ -304,24 +304,30 @@ const IDLE_CPU_WINDOW_MS = 5_000;
 async function idleCpu(ids: string[]): Promise<number> {
   const before = sandboxCpuMs(ids);
   await pause(IDLE_CPU_WINDOW_MS);
-  return ((sandboxCpuMs(ids) - before) / IDLE_CPU_WINDOW_MS) * 100;
+  const after = sandboxCpuMs(ids);
+  let used = 0;
+  // Only containers seen both times: one the pool let go meanwhile took its whole past with it.
+  for (const [id, ms_] of after) if (before.has(id)) used += ms_ - before.get(id)!;
+  return (used / IDLE_CPU_WINDOW_MS) * 100;
 }
 
-function sandboxCpuMs(ids: string[]): number {
+/** CPU time so far of each container (its processes) plus its shim, in ms, by container id. */
+function sandboxCpuMs(ids: string[]): Map<string, number> {
   const shims = shimPidsById();
-  let total = 0;
+  const out = new Map<string, number>();
   for (const id of ids) {
     try {
-      total += Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
       const shim = shims.get(id);
+      if (shim === undefined) continue;
       // utime and stime, in clock ticks of 10 ms, after the command name (which may hold spaces).
-      const fields = shim === undefined ? [] : readFileSync(`/proc/${shim}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (fields.length > 12) total += (Number(fields[11]) + Number(fields[12])) * 10;
+      const fields = readFileSync(`/proc/${shim}/stat`, 'utf8').split(') ')[1].split(' ');
+      const container = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
+      out.set(id, container + (Number(fields[11]) + Number(fields[12])) * 10);
     } catch {
       // gone meanwhile
     }
   }
-  return total;
+  return out;
 }
 
 /** The anonymous memory of each container's containerd-shim, by container id. */
