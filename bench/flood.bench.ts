@@ -98,7 +98,7 @@ async function terminal(stack: TestStack, tenant: TenantCredentials, sessionId: 
 
 /** Writes the flood into the relay's stdout as the container's root; ends when the container goes. */
 async function floodChannel(containerId: string): Promise<void> {
-  const relay = "$(pgrep -f '^python3 -u /opt/runbox/runbox_agent.py attach')";
+  const relay = "$(pgrep -f '^runbox-attach')";
   const exec = await docker.getContainer(containerId).exec({
     Cmd: ['sh', '-c', `head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' A > /proc/${relay}/fd/1`],
     User: '0:0',

@@ -12,8 +12,9 @@
  *                     RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
  *                     (default 10) each sending a mix of terminal, read_file, write_file and
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
- *                     sandbox (host used-memory delta / N, the container's cgroup, its
- *                     processes' RSS, the containerd shim, the executor's RSS delta / N)
+ *                     sandbox (host used-memory delta / N while idle and after the load,
+ *                     the container's cgroup, the anonymous memory of its processes and
+ *                     of its containerd shim, the executor's RSS delta / N)
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
       ['measure', 'n', 'pool off p50', 'p99', 'default p50', 'p99', 'default / off'],
       [
         row('first call on a new session', off.firstCall, defaults.firstCall),
+        row('second call on that session', off.laterCall, defaults.laterCall),
         row('32 runs at once, all done', [off.burst], [defaults.burst]),
         row('32 runs at once, 30 s later', [off.burstAgain], [defaults.burstAgain]),
       ],
@@ -54,7 +56,7 @@ async function main(): Promise<void> {
 }
 
 /** First-call latency and the 32-runs burst on one stack. */
-async function startFigures(env: Record<string, string>): Promise<{ firstCall: number[]; burst: number; burstAgain: number }> {
+async function startFigures(env: Record<string, string>): Promise<{ firstCall: number[]; laterCall: number[]; burst: number; burstAgain: number }> {
   const model = new ScriptedModelServer();
   // Every request of every run: two terminal calls, then an answer.
   const step = (request: Parameters<typeof ScriptedModelServer.firstUserMessage>[0]) => {
@@ -72,8 +74,11 @@ async function startFigures(env: Record<string, string>): Promise<{ firstCall: n
     await firstCall(stack, tenant);
     await pause(2_000);
     const firstCall_: number[] = [];
+    const laterCall: number[] = [];
     for (let i = 0; i < FIRST_CALL_SAMPLES; i++) {
-      firstCall_.push(await firstCall(stack, tenant));
+      const { first, later } = await firstCall(stack, tenant);
+      firstCall_.push(first);
+      laterCall.push(later);
       // One new session a second: the arrival rate, not an ordering wait.
       await pause(1_000);
     }
@@ -81,18 +86,22 @@ async function startFigures(env: Record<string, string>): Promise<{ firstCall: n
     // The next burst half a minute later: what a pool sized by the first one does for it.
     await pause(BURST_GAP_MS);
     const burstAgain = await runBurst(stack, tenant);
-    return { firstCall: firstCall_, burst, burstAgain };
+    return { firstCall: firstCall_, laterCall, burst, burstAgain };
   } finally {
     await stack.stop();
     await model.stop();
   }
 }
 
-async function firstCall(stack: BenchStack, tenant: BenchTenant): Promise<number> {
+/** A new session's first call, then the same call again on it: what binding a sandbox adds is the difference. */
+async function firstCall(stack: BenchStack, tenant: BenchTenant): Promise<{ first: number; later: number }> {
   const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
   const started = performance.now();
   await tool(stack, tenant, session.body.id, 'terminal', { command: 'true' });
-  return performance.now() - started;
+  const first = performance.now() - started;
+  const again = performance.now();
+  await tool(stack, tenant, session.body.id, 'terminal', { command: 'true' });
+  return { first, later: performance.now() - again };
 }
 
 /** 32 runs at once, each a new session with two terminal calls: ms until all completed. */
@@ -139,11 +148,13 @@ interface LoadFigure {
   errors: number;
   perSecond: number;
   latencies: number[];
+  hostIdlePerSandboxMb: number;
   hostPerSandboxMb: number;
   cgroupMb: number;
-  cgroupRssMb: number;
-  processRssMb: number;
-  shimRssMb: number;
+  processAnonMb: number;
+  shimAnonMb: number;
+  /** CPU the idle sandboxes (their processes and shims) used, in % of one core. */
+  idleCpuPercent: number;
   executorPerSandboxMb: number;
 }
 
@@ -162,12 +173,16 @@ async function loadFigures(): Promise<void> {
     for (const n of LOAD_SESSIONS) {
       await grow(stack, tenant, sessions, n);
       await settleHost();
+      const hostIdlePerSandboxMb = mb((hostUsedBytes() - hostBefore) / n);
       const containers = sessionContainers(stack.executorId);
       const memory = containerMemory(containers);
+      const idleCpuPercent = await idleCpu(containers);
       const load = await mixedLoad(stack, tenant, sessions);
       figures.push({
         sessions: n,
         ...load,
+        hostIdlePerSandboxMb,
+        idleCpuPercent,
         hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
         ...memory,
         executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
@@ -179,7 +194,7 @@ async function loadFigures(): Promise<void> {
   }
   const base = figures[0];
   printTable(
-    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/sandbox', 'cgroup MB', 'cgroup rss MB', 'procs rss MB', 'shim rss MB', 'executor MB/sandbox'],
+    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'executor MB/sandbox'],
     figures.map((f) => [
       String(f.sessions),
       f.perSecond.toFixed(0),
@@ -187,11 +202,12 @@ async function loadFigures(): Promise<void> {
       ms(percentile(f.latencies, 99)),
       String(f.errors),
       (percentile(f.latencies, 99) / percentile(base.latencies, 99)).toFixed(2),
+      f.hostIdlePerSandboxMb.toFixed(1),
       f.hostPerSandboxMb.toFixed(1),
       f.cgroupMb.toFixed(1),
-      f.cgroupRssMb.toFixed(1),
-      f.processRssMb.toFixed(1),
-      f.shimRssMb.toFixed(1),
+      f.processAnonMb.toFixed(1),
+      f.shimAnonMb.toFixed(1),
+      f.idleCpuPercent.toFixed(1),
       f.executorPerSandboxMb.toFixed(2),
     ]),
   );
@@ -253,11 +269,14 @@ function sessionContainers(executorId: string): string[] {
   return out.split('\n').filter(Boolean);
 }
 
-/** Averages over the containers: cgroup usage and rss, the RSS of its processes, its containerd shim's RSS. */
-function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'cgroupRssMb' | 'processRssMb' | 'shimRssMb'> {
-  const shims = shimRssById();
+/**
+ * Averages over the containers: cgroup usage, the anonymous memory of its processes and of
+ * its containerd shim. Anonymous, not RSS: the pages of the interpreter, libraries and shim
+ * binary are shared by every container, so each more sandbox costs only its private memory.
+ */
+function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'processAnonMb' | 'shimAnonMb'> {
+  const shims = shimAnonById();
   let usage = 0;
-  let rss = 0;
   let procs = 0;
   let shim = 0;
   let n = 0;
@@ -265,8 +284,7 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'cgroupRs
     const dir = `/sys/fs/cgroup/memory/docker/${id}`;
     try {
       usage += Number(readFileSync(`${dir}/memory.usage_in_bytes`, 'utf8'));
-      rss += Number(/^total_rss (\d+)/m.exec(readFileSync(`${dir}/memory.stat`, 'utf8'))?.[1] ?? 0);
-      for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) procs += rssBytes(Number(pid));
+      for (const pid of readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) procs += anonBytes(Number(pid));
       shim += shims.get(id) ?? 0;
       n++;
     } catch {
@@ -274,18 +292,58 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'cgroupRs
     }
   }
   n = Math.max(1, n);
-  return { cgroupMb: mb(usage / n), cgroupRssMb: mb(rss / n), processRssMb: mb(procs / n), shimRssMb: mb(shim / n) };
+  return { cgroupMb: mb(usage / n), processAnonMb: mb(procs / n), shimAnonMb: mb(shim / n) };
 }
 
-/** The RSS of each container's containerd-shim, by container id. */
-function shimRssById(): Map<string, number> {
+const IDLE_CPU_WINDOW_MS = 5_000;
+
+/**
+ * CPU time the containers (every process in them) and their shims use over a few idle
+ * seconds, in % of one core: what N sandboxes that do nothing take from the calls.
+ */
+async function idleCpu(ids: string[]): Promise<number> {
+  const before = sandboxCpuMs(ids);
+  await pause(IDLE_CPU_WINDOW_MS);
+  const after = sandboxCpuMs(ids);
+  let used = 0;
+  // Only containers seen both times: one the pool let go meanwhile took its whole past with it.
+  for (const [id, ms_] of after) if (before.has(id)) used += ms_ - before.get(id)!;
+  return (used / IDLE_CPU_WINDOW_MS) * 100;
+}
+
+/** CPU time so far of each container (its processes) plus its shim, in ms, by container id. */
+function sandboxCpuMs(ids: string[]): Map<string, number> {
+  const shims = shimPidsById();
+  const out = new Map<string, number>();
+  for (const id of ids) {
+    try {
+      const shim = shims.get(id);
+      if (shim === undefined) continue;
+      // utime and stime, in clock ticks of 10 ms, after the command name (which may hold spaces).
+      const fields = readFileSync(`/proc/${shim}/stat`, 'utf8').split(') ')[1].split(' ');
+      const container = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
+      out.set(id, container + (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** The anonymous memory of each container's containerd-shim, by container id. */
+function shimAnonById(): Map<string, number> {
+  return new Map([...shimPidsById()].map(([id, pid]) => [id, anonBytes(pid)]));
+}
+
+/** Each container's containerd-shim process, by container id. */
+function shimPidsById(): Map<string, number> {
   const out = new Map<string, number>();
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
       if (!args[0]?.includes('containerd-shim')) continue;
       const id = args[args.indexOf('-id') + 1];
-      if (id) out.set(id, rssBytes(Number(pid)));
+      if (id) out.set(id, Number(pid));
     } catch {
       // gone meanwhile
     }
@@ -296,6 +354,15 @@ function shimRssById(): Map<string, number> {
 function rssBytes(pid: number): number {
   try {
     return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** A process's private anonymous memory (heap, stacks): what it adds beyond shared files. */
+function anonBytes(pid: number): number {
+  try {
+    return Number(/^Anonymous:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0) * 1024;
   } catch {
     return 0;
   }

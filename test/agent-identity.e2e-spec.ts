@@ -10,7 +10,7 @@ interface ToolResponse {
 }
 
 const AGENT = "$(pgrep -f '^python3 -u /opt/runbox/runbox_agent.py serve')";
-const RELAY = "$(pgrep -f '^python3 -u /opt/runbox/runbox_agent.py attach')";
+const RELAY = "$(pgrep -f '^runbox-attach')";
 
 /**
  * The agent has an identity of its own (root with SETUID, SETGID and KILL) and every tool

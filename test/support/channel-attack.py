@@ -22,7 +22,7 @@ def pids(marker):
 
 
 agent = pids(b"python3\0-u\0/opt/runbox/runbox_agent.py\0serve")[0]
-relay = pids(b"python3\0-u\0/opt/runbox/runbox_agent.py\0attach")[0]
+relay = pids(b"runbox-attach")[0]  # what stays of the attach exec: it holds the channel's stdout
 report = []
 servers = []
 

@@ -3,6 +3,7 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { DockerSandboxDriver } from '../src/sandbox/docker-sandbox.driver';
 import { PooledSandbox, SandboxPool } from '../src/sandbox/sandbox-pool';
+import { SandboxQuotaError } from '../src/sandbox/sandbox-quota';
 import { SandboxService } from '../src/sandbox/sandbox.service';
 import { ExecutorHarness } from './support/executor-harness';
 
@@ -83,6 +84,31 @@ describe('warm pool', () => {
     const seen = await harness.terminal(second, 'echo "[$SECRET]"; ls /workspace');
     expect(seen.output).toContain('[]');
     expect(seen.output).not.toContain('first.txt');
+  });
+
+  it('refuses a warm container to a tenant at max_sandboxes, keeps it in the pool, and binds it once there is room', async () => {
+    const [{ live }] = await harness.sql<{ live: number }>(
+      `SELECT count(*)::int AS live FROM sandboxes WHERE tenant_id = $1 AND state IN ('creating', 'ready')`,
+      [harness.tenantId],
+    );
+    await harness.sql(`UPDATE tenants SET limits = jsonb_build_object('max_sandboxes', $2::int) WHERE id = $1`, [harness.tenantId, live]);
+    // A warm one waiting, so the call takes the pool's path (a refill may take a while on a busy host).
+    await eventually('a warm container', async () => harness.get(SandboxPool).ready > 0, 120_000);
+    const pooled = new Set((await poolContainers()).map((c) => c.Id));
+    const session = await harness.newSession();
+    await expect(harness.terminal(session, 'true')).rejects.toBeInstanceOf(SandboxQuotaError);
+    expect(await harness.sandboxRow(session.sessionId)).toBeUndefined();
+    // Given back, not thrown away: every pool container is still there.
+    const after = new Set((await poolContainers()).map((c) => c.Id));
+    for (const id of pooled) expect(after.has(id)).toBe(true);
+
+    await harness.sql(`UPDATE tenants SET limits = jsonb_build_object('max_sandboxes', $2::int) WHERE id = $1`, [harness.tenantId, live + 1]);
+    await eventually('a warm container', async () => harness.get(SandboxPool).ready > 0, 120_000);
+    expect((await harness.terminal(session, 'echo bound')).output).toContain('bound');
+    const row = await harness.sandboxRow(session.sessionId);
+    expect(row).toMatchObject({ state: 'ready', tenant_id: harness.tenantId, executor_id: harness.executorId });
+    expect(new Set((await poolContainers()).map((c) => c.Id)).has(row!.container_id!)).toBe(true);
+    await harness.sql(`UPDATE tenants SET limits = '{}' WHERE id = $1`, [harness.tenantId]);
   });
 
   it('leaves no container or volume once its sessions are deleted and the executor stops', async () => {

@@ -3,8 +3,9 @@
 
 It is the container's main process (`serve`) and listens on a Unix socket in /run/runbox,
 a directory only root may enter. The executor reaches it through one long-lived `docker
-exec` (as root) of `attach`, which only relays bytes between the exec's stdio and that
-socket. Tools run as the sandbox user (runbox_identity.py), so nothing they start can
+exec` (as root) of `attach`, which connects to that socket and hands the exec's stdin and
+stdout over to the agent (SCM_RIGHTS), so requests and replies go straight between the
+executor and this process. Tools run as the sandbox user (runbox_identity.py), so nothing they start can
 reach the socket, the relay or this process. Because shell state and background jobs
 live in `serve`, they survive the executor restarting: the new executor attaches again.
 
@@ -30,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 SOCKET_PATH = os.environ.get("RUNBOX_AGENT_SOCKET", "/run/runbox/agent.sock")
 # Half the executor's frame limit (MAX_FRAME_BYTES in agent-channel.ts): room to spare.
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+# The first line on a channel: the executor waits for it before it sends a request.
+ATTACHED = b'{"id": null, "event": "attached"}\n'
 
 
 _tools = None
@@ -38,8 +41,7 @@ _tools = None
 def tools():
     """The tool modules, imported on first use.
 
-    Only `serve` needs them: the `attach` relay, which runs for as long as the executor's
-    channel is open, stays a small process (about half the memory) by never importing them.
+    Only `serve` needs them: `attach` and the transfer helpers start faster without them.
     """
     global _tools
     if _tools is None:
@@ -112,8 +114,58 @@ WORKERS = Workers()
 
 
 def serve_connection(conn):
+    """Serves one connection to the socket: either the attach relay handing over its exec's
+    stdio (then the requests arrive on that stdin and the replies go to that stdout), or a
+    client that talks over the socket itself (the local backend, the tests)."""
+    first, fds, _flags, _addr = socket.recv_fds(conn, 1, 2)
+    if len(fds) == 2:
+        serve_stdio(conn, *fds)
+        return
+    for fd in fds:
+        os.close(fd)
+    if first:
+        serve_lines(lines_after(first, conn.makefile("rb")), conn.sendall)
+    conn.close()
+
+
+def serve_stdio(conn, stdin_fd, stdout_fd):
+    """The executor's channel, on the stdio of its `attach` exec, read and written here.
+
+    The relay process stays as `cat` with this connection as its stdin, so the exec lives
+    exactly as long as the channel: closing the connection at the end ends it.
+    """
+    reader = os.fdopen(stdin_fd, "rb")
+    out = os.fdopen(stdout_fd, "wb", buffering=0)
     lock = threading.Lock()
-    reader = conn.makefile("rb")
+
+    def send(data):
+        # Under the lock, so it never writes to a closed (and perhaps reused) descriptor.
+        with lock:
+            view = memoryview(data)
+            while view:
+                view = view[out.write(view):]
+
+    try:
+        send(ATTACHED)
+        conn.sendall(b"\n")  # the relay may now become a placeholder
+        serve_lines(reader, send)
+    except OSError:
+        pass
+    finally:
+        reader.close()
+        with lock:
+            out.close()
+        conn.close()
+
+
+def lines_after(first, reader):
+    """The lines of a connection whose first byte (`first`) was read already."""
+    yield first if first == b"\n" else first + reader.readline()
+    yield from reader
+
+
+def serve_lines(lines, send):
+    """Runs each request line on a worker and sends its reply with `send` (bytes)."""
 
     def reply(obj):
         try:
@@ -133,11 +185,10 @@ def serve_connection(conn):
             data = (json.dumps(failure) + "\n").encode("ascii")
         if len(data) > MAX_REPLY_BYTES:
             data = (json.dumps(oversized_reply(obj, len(data))) + "\n").encode("utf-8")
-        with lock:
-            try:
-                conn.sendall(data)
-            except OSError:
-                pass
+        try:
+            send(data)
+        except (OSError, ValueError):  # the channel is gone (ValueError: already closed here)
+            pass
 
     def work(line):
         try:
@@ -151,10 +202,9 @@ def serve_connection(conn):
         reply(handle(request))
         tools()[0].run_after_reply_hooks()
 
-    for line in reader:
+    for line in lines:
         if line.strip():
             WORKERS.submit(work, line)
-    conn.close()
 
 
 def oversized_reply(obj, size):
@@ -193,7 +243,15 @@ def serve():
 
 
 def attach():
-    """Relay stdin -> socket and socket -> stdout until either side closes."""
+    """Hands this exec's stdin and stdout to the agent, which reads and writes them itself,
+    then stays only as the exec's placeholder until the agent ends the channel.
+
+    The bytes then pass through no process of their own, and what remains of this one is a
+    `cat` (about 0.1 MB) instead of a Python interpreter copying both ways (about 5 MB, in
+    every sandbox). The placeholder reads this connection, on which the agent sends nothing,
+    and ends when the agent closes it: the executor closed the channel, or the agent died.
+    It keeps the exec's stdout open, as the relay did, but writes nothing to it.
+    """
     deadline = time.monotonic() + 15
     while True:
         try:
@@ -206,28 +264,12 @@ def attach():
                 sys.stderr.write("runbox agent: no server at %s\n" % SOCKET_PATH)
                 sys.exit(3)
             time.sleep(0.01)
-    write_all(1, b'{"id": null, "event": "attached"}\n')
-
-    def upstream():
-        while True:
-            chunk = os.read(0, 65536)
-            if not chunk:
-                break
-            sock.sendall(chunk)
-        sock.shutdown(socket.SHUT_WR)
-
-    threading.Thread(target=upstream, daemon=True).start()
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        write_all(1, chunk)
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    socket.send_fds(sock, [b"\n"], [0, 1])
+    if sock.recv(1) != b"\n":
+        sys.stderr.write("runbox agent: the agent did not take the channel\n")
+        sys.exit(3)
+    os.dup2(sock.fileno(), 0)
+    os.execv("/bin/cat", ["runbox-attach"])
 
 
 if __name__ == "__main__":

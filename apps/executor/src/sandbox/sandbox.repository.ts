@@ -1,4 +1,5 @@
 import { ADVISORY_LOCK, PrismaService, Tx } from '@app/persistence';
+import { Prisma } from '@prisma/client';
 import { LIVE_SANDBOX_STATES, maxSandboxes, SandboxQuotaError } from './sandbox-quota';
 import type { SandboxBackend } from './sandbox-runtime';
 
@@ -35,24 +36,24 @@ export class SandboxRepository {
   /**
    * For a session's first sandbox: in one transaction, checks that the session is live and
    * has no sandbox yet, and if so records `record` as its sandbox. The warm-pool path, where
-   * a second round trip would be a noticeable share of the whole.
+   * each round trip is a noticeable share of the whole: two statements besides the
+   * transaction's own (the session, its sandbox row and the tenant's limit read while the
+   * tenant's sandbox lock is taken; then the row written if the tenant is under its limit).
    */
   async bindIfNew(record: SandboxRecord): Promise<{ live: boolean; bound: boolean; record: SandboxRecord | null }> {
     return this.db.tenant(record.tenantId, async (tx) => {
-      const session = await tx.session.findFirst({
-        where: { id: record.sessionId, tenantId: record.tenantId, status: 'active' },
-        select: { id: true, sandbox: true },
-      });
-      if (!session) return { live: false, bound: false, record: null };
-      const existing = session.sandbox ? toRecord(session.sandbox) : null;
+      const [found] = await tx.$queryRaw<Array<SandboxRow & { sessionLive: boolean; limits: unknown }>>`
+        SELECT s.id IS NOT NULL AS "sessionLive", b.session_id AS "sessionId", b.tenant_id AS "tenantId",
+               b.executor_id AS "executorId", b.backend, b.container_id AS "containerId", b.volume, b.state,
+               l.limits
+          FROM (SELECT pg_advisory_xact_lock(${ADVISORY_LOCK.tenantSandboxes}::int, hashtext(${record.tenantId})) AS locked) AS lock
+          LEFT JOIN LATERAL (SELECT limits FROM tenants WHERE id = ${record.tenantId}) AS l ON TRUE
+          LEFT JOIN sessions s ON s.id = ${record.sessionId} AND s.tenant_id = ${record.tenantId} AND s.status = 'active'
+          LEFT JOIN sandboxes b ON b.session_id = s.id`;
+      if (!found?.sessionLive) return { live: false, bound: false, record: null };
+      const existing = found.sessionId ? toRecord(found) : null;
       if (existing && existing.state !== 'removed') return { live: true, bound: false, record: existing };
-      await assertUnderSandboxLimit(tx, record.tenantId, record.sessionId);
-      const data = { ...rowData(record), error: null, lastUsedAt: new Date() };
-      await tx.sandbox.upsert({
-        where: { sessionId: record.sessionId },
-        create: { sessionId: record.sessionId, tenantId: record.tenantId, ...data },
-        update: data,
-      });
+      await upsertUnderLimit(tx, record, maxSandboxes(found.limits));
       return { live: true, bound: true, record: null };
     });
   }
@@ -63,13 +64,11 @@ export class SandboxRepository {
    */
   async claim(record: SandboxRecord): Promise<void> {
     await this.db.tenant(record.tenantId, async (tx) => {
-      await assertUnderSandboxLimit(tx, record.tenantId, record.sessionId);
-      const data = { ...rowData({ ...record, state: 'creating' }), error: null, lastUsedAt: new Date() };
-      await tx.sandbox.upsert({
-        where: { sessionId: record.sessionId },
-        create: { sessionId: record.sessionId, tenantId: record.tenantId, ...data },
-        update: data,
-      });
+      const [{ limits }] = await tx.$queryRaw<Array<{ limits: unknown }>>`
+        SELECT l.limits
+          FROM (SELECT pg_advisory_xact_lock(${ADVISORY_LOCK.tenantSandboxes}::int, hashtext(${record.tenantId})) AS locked) AS lock
+          LEFT JOIN LATERAL (SELECT limits FROM tenants WHERE id = ${record.tenantId}) AS l ON TRUE`;
+      await upsertUnderLimit(tx, { ...record, state: 'creating' }, maxSandboxes(limits));
     });
   }
 
@@ -150,15 +149,28 @@ function toRecord(row: {
   };
 }
 
+type SandboxRow = Parameters<typeof toRecord>[0];
+
 /**
- * Counts the tenant's other live sandboxes (on any executor) under a per-tenant lock held to
- * the end of the transaction, so two executors cannot both take the last slot.
+ * Writes the session's sandbox row, in a statement of its own after the tenant's sandbox
+ * lock was taken (so its snapshot sees every sandbox another executor recorded before),
+ * and only while the tenant's other live sandboxes are fewer than `max`: the count and
+ * the write are one statement. Throws SandboxQuotaError, which rolls the transaction back,
+ * when the tenant is at its limit.
  */
-async function assertUnderSandboxLimit(tx: Tx, tenantId: string, sessionId: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${ADVISORY_LOCK.tenantSandboxes}::int, hashtext(${tenantId}))`;
-  const tenant = await tx.tenant.findFirst({ where: { id: tenantId }, select: { limits: true } });
-  const max = maxSandboxes(tenant?.limits);
-  if (max === undefined) return;
-  const live = await tx.sandbox.count({ where: { tenantId, state: { in: LIVE_SANDBOX_STATES }, sessionId: { not: sessionId } } });
-  if (live >= max) throw new SandboxQuotaError(max);
+async function upsertUnderLimit(tx: Tx, record: SandboxRecord, max: number | undefined): Promise<void> {
+  const { sessionId, tenantId, executorId, backend, containerId, volume, state } = record;
+  const underLimit =
+    max === undefined
+      ? Prisma.sql`TRUE`
+      : Prisma.sql`(SELECT count(*) FROM sandboxes
+                     WHERE tenant_id = ${tenantId} AND state IN (${Prisma.join(LIVE_SANDBOX_STATES)}) AND session_id <> ${sessionId}) < ${max}`;
+  const written = await tx.$executeRaw`
+    INSERT INTO sandboxes (session_id, tenant_id, executor_id, backend, container_id, volume, state, error, last_used_at, updated_at)
+    SELECT ${sessionId}, ${tenantId}, ${executorId}, ${backend}, ${containerId}, ${volume}, ${state}, NULL, now(), now()
+     WHERE ${underLimit}
+    ON CONFLICT (session_id) DO UPDATE
+      SET executor_id = EXCLUDED.executor_id, backend = EXCLUDED.backend, container_id = EXCLUDED.container_id,
+          volume = EXCLUDED.volume, state = EXCLUDED.state, error = NULL, last_used_at = now(), updated_at = now()`;
+  if (written === 0 && max !== undefined) throw new SandboxQuotaError(max);
 }
