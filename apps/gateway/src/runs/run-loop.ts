@@ -7,6 +7,7 @@ import { findUnstorableText, toStorableText } from '../common/storable-text';
 import { MetricsService } from '../metrics/metrics.service';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
 import { SessionsRepository } from '../sessions/sessions.repository';
+import { TenantToolSet } from '../tools/tenant-tools';
 import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom, wallMs } from './run-context';
@@ -44,6 +45,8 @@ export interface ExecuteOptions {
   afterOutage?: boolean;
   /** See RunContext.holdClaim. */
   holdClaim?: () => Promise<boolean>;
+  /** The tenant's tools of the run's session, listed while the run was claimed. */
+  tenantTools?: Promise<TenantToolSet>;
 }
 
 /**
@@ -87,7 +90,7 @@ export class RunLoop {
     // Counted from what earlier workers stored; the context updates this same object.
     const usage = usageFrom(run.usage);
     try {
-      const tools = await this.toolSelection.withTenantTools(run, signal);
+      const tools = await this.toolSelection.withTenantTools(run, signal, options.tenantTools);
       // Read beside the start (on the system pool) rather than after it. A run that does not
       // go on never reads it, so its failure is observed only where it is awaited.
       const approvalRequired = this.tenantDefaults.approvalRequired(tenantId);
@@ -324,7 +327,7 @@ export class RunLoop {
     this.events.announce(run.id, done.seqs);
     this.metrics.runEnded(run.tenantId, 'completed', done.startedAt, done.endedAt);
     ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
-    if (done.nextQueuedRunId) await this.enqueuer.enqueue(run.tenantId, done.nextQueuedRunId, 'session_free');
+    if (done.nextQueuedRunId) await this.enqueuer.enqueue(run.tenantId, done.nextQueuedRunId, 'session_free', run.sessionId);
     return 'finished';
   }
 
