@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { findUnstorableText, toStorableText } from '../common/storable-text';
 import { MetricsService } from '../metrics/metrics.service';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
-import { SessionsRepository } from '../sessions/sessions.repository';
+import { MessageView, SessionsRepository } from '../sessions/sessions.repository';
 import { TenantToolSet } from '../tools/tenant-tools';
 import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
@@ -97,13 +97,15 @@ export class RunLoop {
       approvalRequired.catch(() => undefined);
       let executorId: string | null;
       let justStarted = false;
+      let firstContext: MessageView[] | undefined;
       if (run.status === 'queued') {
-        const started = await this.runs.start(tenantId, run, runToolsJson(tools));
+        const started = await this.runs.start(tenantId, run, runToolsJson(tools), this.config.RUNBOX_CONTEXT_BUDGET_CHARS);
         if (started.kind === 'waiting') return 'waiting';
         if (started.kind === 'not_queued') return 'finished';
         this.metrics.runStarted(run.createdAt);
         this.events.announce(run.id, started.seqs);
         executorId = started.executorId;
+        firstContext = started.context;
         justStarted = true;
       } else {
         if (run.status === 'requires_approval' && !(await this.runs.resumeAfterApproval(tenantId, run.id))) return 'parked';
@@ -130,7 +132,7 @@ export class RunLoop {
         holdClaim: options.holdClaim,
       };
       await this.reportToolProblems(ctx, tools.problems);
-      return await this.drive(ctx, justStarted);
+      return await this.drive(ctx, justStarted, firstContext);
     } catch (err) {
       if (signal.aborted) return 'aborted';
       // A readable failure ends the run even when it quotes a connection error: that text
@@ -148,9 +150,10 @@ export class RunLoop {
 
   /**
    * `justStarted`: this worker has just started the run, so it has no answer and no call
-   * yet, and its first turn goes straight to the model without reading them back.
+   * yet, and its first turn goes straight to the model without reading them back, with
+   * `firstContext` (read as the run started) as its conversation.
    */
-  private async drive(ctx: RunContext, justStarted: boolean): Promise<RunOutcome> {
+  private async drive(ctx: RunContext, justStarted: boolean, firstContext?: MessageView[]): Promise<RunOutcome> {
     const { run } = ctx;
     for (let first = justStarted; ; first = false) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -168,7 +171,7 @@ export class RunLoop {
       }
       if (!first) await this.checkHardStop(ctx);
       if (answer) await this.refreshTenantTools(ctx);
-      const response = await this.callModel(ctx);
+      const response = await this.callModel(ctx, first ? firstContext : undefined);
       if (response.toolCalls.length === 0) {
         const ended = await this.completeWithAnswer(ctx, response);
         if (ended) return ended;
@@ -216,7 +219,7 @@ export class RunLoop {
     }
   }
 
-  private async callModel(ctx: RunContext): Promise<ModelResponse> {
+  private async callModel(ctx: RunContext, context?: MessageView[]): Promise<ModelResponse> {
     const { run } = ctx;
     const model = run.options.model ?? this.config.RUNBOX_MODEL;
     if (!model) throw new RunFailure('no model given: set "model" on the run or RUNBOX_MODEL');
@@ -227,7 +230,7 @@ export class RunLoop {
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
-    const messages = toModelMessages(await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
+    const messages = toModelMessages(context ?? (await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS)));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
       const deltas = new TextDeltaBuffer((text) =>

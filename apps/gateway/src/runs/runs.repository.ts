@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
+import { MessageView } from '../sessions/sessions.repository';
+import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
 import { appendEventsTx, insertEventsSql, lockRun, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
@@ -53,8 +55,15 @@ export type CreateOutcome =
   | { kind: 'session_not_found' }
   | { kind: 'session_busy'; activeRunId: string };
 
-/** How taking a queued run up went: started (with where its session's sandbox lives), behind an earlier run, or no longer queued. */
-export type StartOutcome = { kind: 'started'; seqs: number[]; executorId: string | null } | { kind: 'waiting' } | { kind: 'not_queued' };
+/**
+ * How taking a queued run up went: started (with where its session's sandbox lives and, when
+ * asked for, the conversation its first model call sends), behind an earlier run, or no
+ * longer queued.
+ */
+export type StartOutcome =
+  | { kind: 'started'; seqs: number[]; executorId: string | null; context?: MessageView[] }
+  | { kind: 'waiting' }
+  | { kind: 'not_queued' };
 
 /** A run `finish` ended: its calls that were running, the events written, and its times. */
 export interface FinishedRun {
@@ -192,10 +201,11 @@ export class RunsRepository {
    * `started` is added to the run.started event (the tools the run has, and why). A top-level
    * run behind an earlier one of its session that has not ended stays queued (`waiting`).
    * After the run's lock, the check for earlier runs, the start, its message and events and
-   * the read of where the session's sandbox lives are one statement: a run's start costs
-   * one transaction of four round trips.
+   * the read of where the session's sandbox lives are one statement. With
+   * `contextBudgetChars`, the conversation for the first model call (the new message
+   * included) is read in the same transaction rather than in one of its own.
    */
-  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}): Promise<StartOutcome> {
+  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}, contextBudgetChars?: number): Promise<StartOutcome> {
     return this.db.tenant(tenantId, async (tx): Promise<StartOutcome> => {
       const locked = await lockRun(tx, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
@@ -219,7 +229,8 @@ export class RunsRepository {
                coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs,
                (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`;
       if (row.earlier > 0) return { kind: 'waiting' };
-      return { kind: 'started', seqs: row.seqs, executorId: row.executor_id };
+      const context = contextBudgetChars === undefined ? undefined : await readModelContext(tx, tenantId, run, contextBudgetChars);
+      return { kind: 'started', seqs: row.seqs, executorId: row.executor_id, context };
     });
   }
 
