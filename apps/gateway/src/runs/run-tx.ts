@@ -43,13 +43,10 @@ export async function lockRun(tx: Tx, tenantId: string, runId: string): Promise<
   };
 }
 
-/**
- * Appends events after the run's last one; the caller holds the run's lock. Returns their
- * numbers. `firstRun`: the run was inserted in this transaction, so it has none yet.
- */
-export async function appendEventsTx(tx: Tx, tenantId: string, runId: string, events: NewEvent[], options: { firstRun?: boolean } = {}): Promise<number[]> {
+/** Appends events after the run's last one; the caller holds the run's lock. Returns their numbers. */
+export async function appendEventsTx(tx: Tx, tenantId: string, runId: string, events: NewEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
-  const last = options.firstRun ? null : await tx.runEvent.findFirst({ where: { runId, tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
+  const last = await tx.runEvent.findFirst({ where: { runId, tenantId }, orderBy: { seq: 'desc' }, select: { seq: true } });
   const first = (last?.seq ?? 0) + 1;
   await tx.runEvent.createMany({
     data: events.map((e, i) => ({ tenantId, runId, seq: first + i, type: e.type, data: { run_id: runId, ...e.data } as Prisma.InputJsonValue })),
@@ -58,8 +55,8 @@ export async function appendEventsTx(tx: Tx, tenantId: string, runId: string, ev
 }
 
 /**
- * An INSERT of events after the run's last one, as the body of a data-modifying WITH
- * clause (`events AS (...)`, returning their `seq`): the statement numbers them itself,
+ * An INSERT of events after the run's last one, returning their `seq`, on its own or as
+ * the body of a data-modifying WITH clause (`events AS (...)`): the statement numbers them itself,
  * so storing events costs no read of the last number first. The caller holds the run's
  * lock, taken by an earlier statement of the transaction (a statement sees what was
  * committed when it began, so only a lock taken before it makes the last number current).

@@ -111,12 +111,12 @@ export class RunsRepository {
             if (active) return { kind: 'session_busy', activeRunId: active.id };
           }
         } else {
-          sessionId = (
-            await tx.session.create({
-              data: { id: newId('ses'), tenantId, metadata: (input.sessionMetadata ?? {}) as Prisma.InputJsonValue },
-              select: { id: true },
-            })
-          ).id;
+          // Raw SQL here and for the first event: the tenant's quota lock is held until the
+          // commit, and an ORM statement costs a query compilation in the gateway.
+          sessionId = newId('ses');
+          await tx.$executeRaw`
+            INSERT INTO sessions (id, tenant_id, metadata, created_at)
+            VALUES (${sessionId}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())`;
         }
         const row = await tx.run.create({
           data: {
@@ -133,7 +133,7 @@ export class RunsRepository {
             dispatchedAt: new Date(),
           },
         });
-        await appendEventsTx(tx, tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }], { firstRun: true });
+        await tx.$queryRaw(insertEventsSql(tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }]));
         return { kind: 'created', run: toRun(row) };
       });
     } catch (err) {
