@@ -45,8 +45,8 @@ export interface ExecuteOptions {
   afterOutage?: boolean;
   /** See RunContext.holdClaim. */
   holdClaim?: () => Promise<boolean>;
-  /** The tenant's tools of the run's session, listed while the run was claimed. */
-  tenantTools?: Promise<TenantToolSet>;
+  /** The tenant's tools of a session (the run's, if the queue message was right), listed while the run was claimed. */
+  tenantTools?: { sessionId: string; listing: Promise<TenantToolSet> };
 }
 
 /**
@@ -90,7 +90,8 @@ export class RunLoop {
     // Counted from what earlier workers stored; the context updates this same object.
     const usage = usageFrom(run.usage);
     try {
-      const tools = await this.toolSelection.withTenantTools(run, signal, options.tenantTools);
+      const listed = options.tenantTools?.sessionId === run.sessionId ? options.tenantTools.listing : undefined;
+      const tools = await this.toolSelection.withTenantTools(run, signal, listed);
       // Read beside the start (on the system pool) rather than after it. A run that does not
       // go on never reads it, so its failure is observed only where it is awaited.
       const approvalRequired = this.tenantDefaults.approvalRequired(tenantId);

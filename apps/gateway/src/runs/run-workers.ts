@@ -10,9 +10,8 @@ import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { abortableDelay, RunAbort } from './run-abort';
 import { isTransientInfrastructureError } from './run-context';
-import { RunLoop, RunOutcome } from './run-loop';
+import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import { RunToolSelection } from './run-tools';
-import { TenantToolSet } from '../tools/tenant-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
 import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
 
@@ -35,7 +34,7 @@ interface ClaimedWork {
   controller: AbortController;
   log: Logger;
   /** The session's tenant tools, listed beside the claim (for the first execution only). */
-  tenantTools?: Promise<TenantToolSet>;
+  tenantTools?: ExecuteOptions['tenantTools'];
 }
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
@@ -155,7 +154,8 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     let heartbeat: NodeJS.Timeout | undefined;
     // The session's tenant tools are listed while the run is claimed: the listing does not
     // depend on the run's options, and the run's start needs it.
-    const tenantTools = parsed.session_id ? this.toolSelection.listTenantTools(tenantId, parsed.session_id, controller.signal) : undefined;
+    const sessionId = parsed.session_id;
+    const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal) } : undefined;
     try {
       const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
       if (claim.kind === 'finished') return msg.ack();
