@@ -1,4 +1,4 @@
-import { exceededLimit, TenantUsage } from './quota-check';
+import { exceededLimit, roomForOneMore, TenantUsage } from './quota-check';
 import { applyLimitsPatch, DEFAULT_TENANT_LIMITS, limitsForNewTenant, parseStoredLimits } from './tenant-limits';
 
 const usage = (u: Partial<TenantUsage>): TenantUsage => ({ sessions: 0, activeRuns: 0, recentRuns: 0, windowResetSeconds: 60, ...u });
@@ -51,5 +51,16 @@ describe('tenant limits', () => {
   it('reads stored limits leniently', () => {
     expect(parseStoredLimits({ max_sessions: 2, max_sandboxes: 'lots', other: 1 })).toEqual({ max_sessions: 2 });
     expect(parseStoredLimits(null)).toEqual({});
+  });
+});
+
+describe('roomForOneMore', () => {
+  it('is true only while one more session and run fit under every limit', () => {
+    expect(roomForOneMore({}, usage({ sessions: 10 }))).toBe(true);
+    expect(roomForOneMore({ max_sessions: 3, max_concurrent_runs: 3, runs_per_minute: 3 }, usage({ sessions: 2, activeRuns: 2, recentRuns: 2 }))).toBe(true);
+    expect(roomForOneMore({ max_sessions: 3 }, usage({ sessions: 3 }))).toBe(false);
+    expect(roomForOneMore({ max_concurrent_runs: 2 }, usage({ activeRuns: 2 }))).toBe(false);
+    expect(roomForOneMore({ runs_per_minute: 5 }, usage({ recentRuns: 5 }))).toBe(false);
+    expect(roomForOneMore({ max_sessions: 0 }, usage({}))).toBe(false);
   });
 });

@@ -67,3 +67,16 @@ export function exceededLimit(limits: TenantLimits, before: TenantUsage, after: 
   }
   return undefined;
 }
+
+/**
+ * Whether one more of everything (a session, an active run, a run in the window) still
+ * fits under every limit. A request adds at most one to each count, other requests wait
+ * for the tenant's quota lock, and nothing else raises a count (runs end, sessions go,
+ * the window moves on), so such a request cannot break a limit: it needs no count after.
+ */
+export function roomForOneMore(limits: TenantLimits, before: TenantUsage): boolean {
+  return RULES.every((rule) => {
+    const max = limits[rule.limit];
+    return max === undefined || rule.count(before) + 1 <= max;
+  });
+}

@@ -26,7 +26,8 @@ export class QuotasRepository {
   }
 
   async limits(tenantId: string): Promise<TenantLimits> {
-    const row = await this.db.tenant(tenantId, (tx) => tx.tenant.findFirst({ where: { id: tenantId }, select: { limits: true } }));
+    // Raw SQL: read under the tenant's quota lock, and an ORM statement costs a query compilation.
+    const [row] = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ limits: unknown }>>`SELECT limits FROM tenants WHERE id = ${tenantId}`);
     return parseStoredLimits(row?.limits);
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
-import { exceededLimit } from './quota-check';
+import { exceededLimit, roomForOneMore } from './quota-check';
 import { QuotasRepository } from './quotas.repository';
 import { TenantLimits } from './tenant-limits';
 
@@ -17,7 +17,8 @@ export class QuotasService {
    * Runs `create` (which writes sessions and/or runs through the repositories) atomically
    * with the quota check: the counts are taken before and after it in one transaction under
    * the tenant's lock, so two requests racing for the last slot cannot both get it, and a
-   * refused request's rows are rolled back with everything else it wrote.
+   * refused request's rows are rolled back with everything else it wrote. Far from every
+   * limit, the count after is not needed (roomForOneMore) and is not taken.
    */
   admit<T>(tenantId: string, create: () => Promise<T>): Promise<T> {
     return this.quotas.withQuotaLock(tenantId, async () => {
@@ -25,6 +26,7 @@ export class QuotasService {
       if (!hasCountedLimit(limits)) return create();
       const before = await this.quotas.usage(tenantId);
       const result = await create();
+      if (roomForOneMore(limits, before)) return result;
       const exceeded = exceededLimit(limits, before, await this.quotas.usage(tenantId));
       if (exceeded) {
         const code = exceeded.limit === 'runs_per_minute' ? ErrorCode.RateLimited : ErrorCode.QuotaExceeded;

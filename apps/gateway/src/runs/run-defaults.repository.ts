@@ -23,7 +23,8 @@ export class RunDefaultsRepository {
 
   /** The tools the tenant's operator marked as needing approval in every run of the tenant. */
   async approvalRequired(tenantId: string): Promise<ReadonlySet<string>> {
-    const tenant = await this.db.system((tx) => tx.tenant.findUnique({ where: { id: tenantId }, select: { approvalRequired: true } }));
-    return new Set(tenant?.approvalRequired ?? []);
+    // Raw SQL: read at every run's start, and an ORM statement costs a query compilation.
+    const [tenant] = await this.db.system((tx) => tx.$queryRaw<Array<{ approval_required: string[] }>>`SELECT approval_required FROM tenants WHERE id = ${tenantId}`);
+    return new Set(tenant?.approval_required ?? []);
   }
 }

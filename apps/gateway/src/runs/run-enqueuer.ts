@@ -27,11 +27,12 @@ export class RunEnqueuer implements OnModuleInit {
 
   /**
    * Queues the run. The first enqueue of a run uses its id as the JetStream message id, so
-   * a repeated publish is dropped; later ones (resumes) get their own ids.
+   * a repeated publish is dropped; later ones (resumes) get their own ids. `sessionId`, the
+   * run's session when the caller has it at hand, goes with the message.
    */
-  async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover'): Promise<void> {
+  async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover', sessionId?: string): Promise<void> {
     if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
-    await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`);
+    await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`, sessionId);
   }
 
   /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */
@@ -44,11 +45,11 @@ export class RunEnqueuer implements OnModuleInit {
   /** After a run of the session ended: start the oldest run queued behind it. */
   async startNextInSession(tenantId: string, sessionId: string): Promise<void> {
     const next = await this.runs.nextQueued(tenantId, sessionId);
-    if (next) await this.enqueue(tenantId, next.id, 'session_free');
+    if (next) await this.enqueue(tenantId, next.id, 'session_free', sessionId);
   }
 
-  private async publish(tenantId: string, runId: string, msgID: string): Promise<void> {
-    await this.nats.publishToStream(runQueuedContract, { tenant_id: tenantId, run_id: runId }, msgID);
+  private async publish(tenantId: string, runId: string, msgID: string, sessionId?: string): Promise<void> {
+    await this.nats.publishToStream(runQueuedContract, { tenant_id: tenantId, run_id: runId, ...(sessionId ? { session_id: sessionId } : {}) }, msgID);
   }
 
   /**

@@ -28,13 +28,24 @@ export class RunEventStream {
 
     let closed = false;
     let ended = false;
+    // A notice that comes while the stream is reading, not waiting, must not be lost: it
+    // is kept until the next wait, which then reads again at once instead of sleeping
+    // until the keepalive with the run's last events unsent.
+    let noticed = false;
     let wake: () => void = () => undefined;
+    const notice = () => {
+      noticed = true;
+      wake();
+    };
     req.on('close', () => {
       closed = true;
-      wake();
+      notice();
     });
-    const subscription = this.events.watch(runId, () => wake());
+    const subscription = this.events.watch(runId, notice);
     try {
+      // The server has the subscription before the first read, so an event stored after
+      // that read is always announced to this stream.
+      await this.events.watching();
       while (!closed) {
         const batch = await this.events.after(tenantId, runId, after);
         let finished = false;
@@ -52,13 +63,17 @@ export class RunEventStream {
           ended = true;
           continue;
         }
-        const notified = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
-          wake = () => {
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
+        const notified =
+          noticed ||
+          (await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => resolve(false), KEEPALIVE_MS);
+            wake = () => {
+              clearTimeout(timer);
+              resolve(true);
+            };
+          }));
+        noticed = false;
+        wake = () => undefined;
         if (!notified && !closed) res.write(': keepalive\n\n');
       }
     } finally {

@@ -25,9 +25,11 @@ export class RunEventsRepository {
   }
 
   async eventsAfter(tenantId: string, runId: string, afterSeq: number, limit = 500): Promise<RunEventView[]> {
-    const rows = await this.db.tenant(tenantId, (tx) =>
-      tx.runEvent.findMany({ where: { runId, tenantId, seq: { gt: afterSeq } }, orderBy: { seq: 'asc' }, take: limit }),
-    );
-    return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data as Record<string, unknown>, createdAt: r.createdAt }));
+    // Raw SQL: every live stream reads here after each event, and an ORM statement costs a
+    // query compilation in the gateway.
+    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ seq: number; type: string; data: Record<string, unknown>; created_at: Date }>>`
+      SELECT seq, type, data, created_at FROM run_events
+       WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq > ${afterSeq} ORDER BY seq ASC LIMIT ${limit}`);
+    return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data, createdAt: r.created_at }));
   }
 }

@@ -30,6 +30,11 @@ export class RunEventsService {
     return this.runs.eventsAfter(tenantId, runId, seq);
   }
 
+  /** Resolves once NATS has every subscription `watch` made so far: later notices reach them. */
+  watching(): Promise<void> {
+    return this.nats.flush();
+  }
+
   /** Calls `onNotice` whenever the run gets an event, until the subscription is closed. */
   watch(runId: string, onNotice: () => void): { unsubscribe(): void } {
     return this.nats.subscribe(runEventNoticeContract, () => onNotice(), runEventsSubject(runId));

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { findUnstorableText, toStorableText } from '../common/storable-text';
 import { MetricsService } from '../metrics/metrics.service';
 import { ModelError, MODEL_PROVIDER, ModelProvider, ModelResponse, ModelToolSpec } from '../models/model-provider';
-import { SessionsRepository } from '../sessions/sessions.repository';
+import { MessageView, SessionsRepository } from '../sessions/sessions.repository';
+import { TenantToolSet } from '../tools/tenant-tools';
 import { ToolRegistry } from '../tools/tool-registry';
 import { abortableDelay, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, RunUsage, usageFrom, wallMs } from './run-context';
@@ -44,6 +45,8 @@ export interface ExecuteOptions {
   afterOutage?: boolean;
   /** See RunContext.holdClaim. */
   holdClaim?: () => Promise<boolean>;
+  /** The tenant's tools of a session (the run's, if the queue message was right), listed while the run was claimed. */
+  tenantTools?: { sessionId: string; listing: Promise<TenantToolSet> };
 }
 
 /**
@@ -87,20 +90,23 @@ export class RunLoop {
     // Counted from what earlier workers stored; the context updates this same object.
     const usage = usageFrom(run.usage);
     try {
-      const tools = await this.toolSelection.withTenantTools(run, signal);
+      const listed = options.tenantTools?.sessionId === run.sessionId ? options.tenantTools.listing : undefined;
+      const tools = await this.toolSelection.withTenantTools(run, signal, listed);
       // Read beside the start (on the system pool) rather than after it. A run that does not
       // go on never reads it, so its failure is observed only where it is awaited.
       const approvalRequired = this.tenantDefaults.approvalRequired(tenantId);
       approvalRequired.catch(() => undefined);
       let executorId: string | null;
       let justStarted = false;
+      let firstContext: MessageView[] | undefined;
       if (run.status === 'queued') {
-        const started = await this.runs.start(tenantId, run, runToolsJson(tools));
+        const started = await this.runs.start(tenantId, run, runToolsJson(tools), this.config.RUNBOX_CONTEXT_BUDGET_CHARS);
         if (started.kind === 'waiting') return 'waiting';
         if (started.kind === 'not_queued') return 'finished';
         this.metrics.runStarted(run.createdAt);
         this.events.announce(run.id, started.seqs);
         executorId = started.executorId;
+        firstContext = started.context;
         justStarted = true;
       } else {
         if (run.status === 'requires_approval' && !(await this.runs.resumeAfterApproval(tenantId, run.id))) return 'parked';
@@ -127,7 +133,7 @@ export class RunLoop {
         holdClaim: options.holdClaim,
       };
       await this.reportToolProblems(ctx, tools.problems);
-      return await this.drive(ctx, justStarted);
+      return await this.drive(ctx, justStarted, firstContext);
     } catch (err) {
       if (signal.aborted) return 'aborted';
       // A readable failure ends the run even when it quotes a connection error: that text
@@ -145,9 +151,10 @@ export class RunLoop {
 
   /**
    * `justStarted`: this worker has just started the run, so it has no answer and no call
-   * yet, and its first turn goes straight to the model without reading them back.
+   * yet, and its first turn goes straight to the model without reading them back, with
+   * `firstContext` (read as the run started) as its conversation.
    */
-  private async drive(ctx: RunContext, justStarted: boolean): Promise<RunOutcome> {
+  private async drive(ctx: RunContext, justStarted: boolean, firstContext?: MessageView[]): Promise<RunOutcome> {
     const { run } = ctx;
     for (let first = justStarted; ; first = false) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -165,7 +172,7 @@ export class RunLoop {
       }
       if (!first) await this.checkHardStop(ctx);
       if (answer) await this.refreshTenantTools(ctx);
-      const response = await this.callModel(ctx);
+      const response = await this.callModel(ctx, first ? firstContext : undefined);
       if (response.toolCalls.length === 0) {
         const ended = await this.completeWithAnswer(ctx, response);
         if (ended) return ended;
@@ -213,7 +220,7 @@ export class RunLoop {
     }
   }
 
-  private async callModel(ctx: RunContext): Promise<ModelResponse> {
+  private async callModel(ctx: RunContext, context?: MessageView[]): Promise<ModelResponse> {
     const { run } = ctx;
     const model = run.options.model ?? this.config.RUNBOX_MODEL;
     if (!model) throw new RunFailure('no model given: set "model" on the run or RUNBOX_MODEL');
@@ -224,7 +231,7 @@ export class RunLoop {
     // Past the hard stop the model is offered no tools, so it can only answer.
     const tools = ctx.usage.tool_calls >= ctx.limits.hardStopAfter ? [] : manifest;
     const system = run.options.system !== undefined ? expandSystem(run.options.system, manifest) : undefined;
-    const messages = toModelMessages(await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS));
+    const messages = toModelMessages(context ?? (await this.messages.modelContext(run.tenantId, run, this.config.RUNBOX_CONTEXT_BUDGET_CHARS)));
     let lastError: ModelError | undefined;
     for (let attempt = 1; attempt <= MODEL_ATTEMPTS; attempt++) {
       const deltas = new TextDeltaBuffer((text) =>
@@ -324,7 +331,7 @@ export class RunLoop {
     this.events.announce(run.id, done.seqs);
     this.metrics.runEnded(run.tenantId, 'completed', done.startedAt, done.endedAt);
     ctx.log.info({ toolCalls: usage.tool_calls }, 'run completed');
-    if (done.nextQueuedRunId) await this.enqueuer.enqueue(run.tenantId, done.nextQueuedRunId, 'session_free');
+    if (done.nextQueuedRunId) await this.enqueuer.enqueue(run.tenantId, done.nextQueuedRunId, 'session_free', run.sessionId);
     return 'finished';
   }
 

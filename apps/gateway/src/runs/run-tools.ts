@@ -43,15 +43,17 @@ export class RunToolSelection {
   ) {}
 
   /**
-   * forRun plus the tools the run's tenant added, listed now: a run asks again before each
-   * model turn, so a server's changed tool list takes effect from the next turn.
+   * forRun plus the tools the run's tenant added, listed now (or `listing`, begun by
+   * listTenantTools just before): a run asks again before each model turn, so a server's
+   * changed tool list takes effect from the next turn.
    */
   async withTenantTools(
     run: { tenantId: string; sessionId: string; options: RunOptions; depth: number },
     signal?: AbortSignal,
+    listing?: Promise<TenantToolSet>,
   ): Promise<RunToolsWithTenant> {
     const base = this.forRun(run);
-    const listed = !this.tenantTools ? NO_TENANT_TOOLS : await this.tenantTools.list(run.tenantId, { sessionId: run.sessionId, signal }).catch(() => NO_TENANT_TOOLS);
+    const listed = await (listing ?? this.listTenantTools(run.tenantId, run.sessionId, signal));
     const { options } = run;
     const picked = selectTenantTools(
       [...listed.tools.values()].map((t) => ({ name: t.definition.name, groups: t.groups })),
@@ -67,6 +69,12 @@ export class RunToolSelection {
     const dropped = [...baseDropped, ...picked.dropped, ...unknown];
     const tools = [...base.tools, ...picked.tools].sort((a, b) => a.name.localeCompare(b.name));
     return { offered: new Set(tools.map((t) => t.name)), withheld: base.withheld, tools, dropped, tenantTools, problems: listed.problems };
+  }
+
+  /** The tools the tenant added, as the session sees them; a listing that fails gives none. */
+  listTenantTools(tenantId: string, sessionId: string, signal?: AbortSignal): Promise<TenantToolSet> {
+    if (!this.tenantTools) return Promise.resolve(NO_TENANT_TOOLS);
+    return this.tenantTools.list(tenantId, { sessionId, signal }).catch(() => NO_TENANT_TOOLS);
   }
 
   forRun(run: { options: RunOptions; depth: number }): RunTools {

@@ -53,3 +53,21 @@ export async function appendEventsTx(tx: Tx, tenantId: string, runId: string, ev
   });
   return events.map((_, i) => first + i);
 }
+
+/**
+ * An INSERT of events after the run's last one, returning their `seq`, on its own or as
+ * the body of a data-modifying WITH clause (`events AS (...)`): the statement numbers them itself,
+ * so storing events costs no read of the last number first. The caller holds the run's
+ * lock, taken by an earlier statement of the transaction (a statement sees what was
+ * committed when it began, so only a lock taken before it makes the last number current).
+ * `after` names a WITH query of the same statement: no row there, no event stored.
+ */
+export function insertEventsSql(tenantId: string, runId: string, events: NewEvent[], after?: string): Prisma.Sql {
+  const rows = JSON.stringify(events.map((e) => ({ type: e.type, data: { run_id: runId, ...e.data } })));
+  return Prisma.sql`INSERT INTO run_events (tenant_id, run_id, seq, type, data)
+    SELECT ${tenantId}::text, ${runId}::text, last.seq + e.n, e.value->>'type', e.value->'data'
+      FROM (SELECT coalesce(max(seq), 0) AS seq FROM run_events WHERE run_id = ${runId} AND tenant_id = ${tenantId}) last
+     CROSS JOIN jsonb_array_elements(${rows}::jsonb) WITH ORDINALITY AS e(value, n)
+     ${after ? Prisma.raw(`CROSS JOIN ${after}`) : Prisma.empty}
+    RETURNING seq`;
+}

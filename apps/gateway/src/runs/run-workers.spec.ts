@@ -5,6 +5,7 @@ import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import type { RunLeasesRepository } from './run-leases.repository';
 import { RunWorkers } from './run-workers';
+import type { RunToolSelection } from './run-tools';
 import { InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
 
 const LEASE_MS = 30_000;
@@ -112,7 +113,7 @@ function setUp() {
       return (...args: unknown[]) => (outage.down ? Promise.reject(databaseDown()) : (member as (...a: unknown[]) => unknown).apply(target, args));
     },
   });
-  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, silentLogger);
+  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, {} as RunToolSelection, silentLogger);
   const deliver = (runId: string) => {
     const message = queueMessage({ tenant_id: 'ten_1', run_id: runId });
     feed.push(message.msg);

@@ -10,7 +10,8 @@ import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { abortableDelay, RunAbort } from './run-abort';
 import { isTransientInfrastructureError } from './run-context';
-import { RunLoop, RunOutcome } from './run-loop';
+import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
+import { RunToolSelection } from './run-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
 import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
 
@@ -32,6 +33,8 @@ interface ClaimedWork {
   owner: string;
   controller: AbortController;
   log: Logger;
+  /** The session's tenant tools, listed beside the claim (for the first execution only). */
+  tenantTools?: ExecuteOptions['tenantTools'];
 }
 
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
@@ -71,6 +74,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
     private readonly loop: RunLoop,
     private readonly runs: RunLeasesRepository,
+    private readonly toolSelection: RunToolSelection,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.free = config.RUNBOX_RUN_WORKERS;
@@ -148,6 +152,10 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     // Every concurrent tool call of a turn listens on the run's signal.
     setMaxListeners(0, controller.signal);
     let heartbeat: NodeJS.Timeout | undefined;
+    // The session's tenant tools are listed while the run is claimed: the listing does not
+    // depend on the run's options, and the run's start needs it.
+    const sessionId = parsed.session_id;
+    const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal) } : undefined;
     try {
       const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
       if (claim.kind === 'finished') return msg.ack();
@@ -155,7 +163,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       claimed = true;
       this.active.set(runId, controller);
       heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
-      const outcome = await this.executeThroughOutages(claim, { tenantId, runId, owner, controller, log });
+      const outcome = await this.executeThroughOutages(claim, { tenantId, runId, owner, controller, log, tenantTools });
       if (outcome === 'aborted' && this.stopping) {
         await this.runs.releaseLease(tenantId, runId, owner);
         claimed = false;
@@ -186,6 +194,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
    */
   private async executeThroughOutages(first: Extract<ClaimOutcome, { kind: 'claimed' }>, work: ClaimedWork): Promise<RunOutcome> {
     const { tenantId, runId, owner, controller, log } = work;
+    let tenantTools = work.tenantTools;
     const holdClaim = async (): Promise<boolean> => {
       const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
       if (status === null) controller.abort(new RunAbort('lease_lost'));
@@ -194,7 +203,10 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     let claim = first;
     for (let outages = 0; ; outages++) {
       try {
-        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries, afterOutage: outages > 0, holdClaim });
+        const listed = tenantTools;
+        // After an outage the run is taken up again from the start: its tools are listed anew.
+        tenantTools = undefined;
+        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries, afterOutage: outages > 0, holdClaim, tenantTools: listed });
       } catch (err) {
         if (controller.signal.aborted) return 'aborted';
         if (!isTransientInfrastructureError(err) || outages >= MAX_OUTAGES_PER_CLAIM) throw err;

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService, Tx } from '@app/persistence';
+import { newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
+import { MessageView } from '../sessions/sessions.repository';
+import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
-import { appendEventsTx, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, insertEventsSql, lockRun, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
@@ -53,8 +55,15 @@ export type CreateOutcome =
   | { kind: 'session_not_found' }
   | { kind: 'session_busy'; activeRunId: string };
 
-/** How taking a queued run up went: started (with where its session's sandbox lives), behind an earlier run, or no longer queued. */
-export type StartOutcome = { kind: 'started'; seqs: number[]; executorId: string | null } | { kind: 'waiting' } | { kind: 'not_queued' };
+/**
+ * How taking a queued run up went: started (with where its session's sandbox lives and, when
+ * asked for, the conversation its first model call sends), behind an earlier run, or no
+ * longer queued.
+ */
+export type StartOutcome =
+  | { kind: 'started'; seqs: number[]; executorId: string | null; context?: MessageView[] }
+  | { kind: 'waiting' }
+  | { kind: 'not_queued' };
 
 /** A run `finish` ended: its calls that were running, the events written, and its times. */
 export interface FinishedRun {
@@ -102,12 +111,12 @@ export class RunsRepository {
             if (active) return { kind: 'session_busy', activeRunId: active.id };
           }
         } else {
-          sessionId = (
-            await tx.session.create({
-              data: { id: newId('ses'), tenantId, metadata: (input.sessionMetadata ?? {}) as Prisma.InputJsonValue },
-              select: { id: true },
-            })
-          ).id;
+          // Raw SQL here and for the first event: the tenant's quota lock is held until the
+          // commit, and an ORM statement costs a query compilation in the gateway.
+          sessionId = newId('ses');
+          await tx.$executeRaw`
+            INSERT INTO sessions (id, tenant_id, metadata, created_at)
+            VALUES (${sessionId}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())`;
         }
         const row = await tx.run.create({
           data: {
@@ -124,7 +133,7 @@ export class RunsRepository {
             dispatchedAt: new Date(),
           },
         });
-        await appendEventsTx(tx, tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }]);
+        await tx.$queryRaw(insertEventsSql(tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }]));
         return { kind: 'created', run: toRun(row) };
       });
     } catch (err) {
@@ -138,8 +147,8 @@ export class RunsRepository {
   }
 
   async find(tenantId: string, id: string): Promise<RunView | null> {
-    const row = await this.db.tenant(tenantId, (tx) => tx.run.findFirst({ where: { id, tenantId } }));
-    return row ? toRun(row) : null;
+    const [row] = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<RunSqlRow[]>`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
+    return row ? runFromSql(row) : null;
   }
 
   async listForSession(tenantId: string, sessionId: string | undefined, limit: number, parentRunId?: string): Promise<RunView[]> {
@@ -191,25 +200,37 @@ export class RunsRepository {
    * queued → running: stores the user's input as the next message of the session.
    * `started` is added to the run.started event (the tools the run has, and why). A top-level
    * run behind an earlier one of its session that has not ended stays queued (`waiting`).
-   * The checks, the start and the read of where the session's sandbox lives are one
-   * transaction: a run's start costs one round of the database, not four.
+   * After the run's lock, the check for earlier runs, the start, its message and events and
+   * the read of where the session's sandbox lives are one statement. With
+   * `contextBudgetChars`, the conversation for the first model call (the new message
+   * included) is read in the same transaction rather than in one of its own.
    */
-  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}): Promise<StartOutcome> {
+  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}, contextBudgetChars?: number): Promise<StartOutcome> {
     return this.db.tenant(tenantId, async (tx): Promise<StartOutcome> => {
       const locked = await lockRun(tx, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
-      if (!run.parentRunId && (await earlierActiveRuns(tx, tenantId, run)) > 0) return { kind: 'waiting' };
-      await tx.run.update({ where: { id: run.id }, data: { status: 'running', startedAt: locked.now } });
-      await tx.message.create({
-        data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'user', content: run.input, toolCalls: Prisma.JsonNull },
-      });
-      const seqs = await appendEventsTx(tx, tenantId, run.id, [
+      const events: NewEvent[] = [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
         { type: 'message.created', data: { role: 'user', content: run.input } },
-      ]);
-      const [sandbox] = await tx.$queryRaw<Array<{ executor_id: string }>>`
-        SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed'`;
-      return { kind: 'started', seqs, executorId: sandbox?.executor_id ?? null };
+      ];
+      // A sub-run shares its parent's session and never waits for the parent's runs.
+      const earlier = run.parentRunId ? Prisma.sql`SELECT 0 AS n` : earlierActiveRunsSql(tenantId, run);
+      const [row] = await tx.$queryRaw<Array<{ earlier: number; seqs: number[]; executor_id: string | null }>>`
+        WITH earlier AS (${earlier}),
+        started AS (
+          UPDATE runs SET status = 'running', started_at = now()
+           WHERE id = ${run.id} AND tenant_id = ${tenantId} AND (SELECT n FROM earlier) = 0
+          RETURNING id),
+        message AS (
+          INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, tool_calls)
+          SELECT ${newId('msg')}::text, ${tenantId}::text, ${run.sessionId}::text, started.id, 'user', ${run.input}::text, NULL FROM started),
+        events AS (${insertEventsSql(tenantId, run.id, events, 'started')})
+        SELECT (SELECT n FROM earlier)::int AS earlier,
+               coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs,
+               (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`;
+      if (row.earlier > 0) return { kind: 'waiting' };
+      const context = contextBudgetChars === undefined ? undefined : await readModelContext(tx, tenantId, run, contextBudgetChars);
+      return { kind: 'started', seqs: row.seqs, executorId: row.executor_id, context };
     });
   }
 
@@ -218,7 +239,8 @@ export class RunsRepository {
    * transaction: the assistant message and its message.created event, the run completed
    * with its output and usage and its run.completed event, the lease let go. Null, with
    * nothing written, when the run is no longer running (cancelled meanwhile). Also names the
-   * session's oldest queued run, which the run's end lets start.
+   * session's oldest queued run, which the run's end lets start. After the run's lock, all
+   * of it is one statement.
    */
   async completeWithAnswer(
     tenantId: string,
@@ -229,32 +251,27 @@ export class RunsRepository {
     return this.db.tenant(tenantId, async (tx) => {
       const locked = await lockRun(tx, tenantId, run.id);
       if (!locked || locked.status !== 'running') return null;
-      await tx.message.create({
-        data: { id: newId('msg'), tenantId, sessionId: run.sessionId, runId: run.id, role: 'assistant', content: answer.content, toolCalls: Prisma.JsonNull },
-      });
-      await tx.run.update({
-        where: { id: run.id },
-        data: {
-          status: 'completed',
-          completedAt: locked.now,
-          leaseOwner: null,
-          leaseExpiresAt: null,
-          output: answer.output,
-          usage: usage.stored(locked.startedAt, locked.now) as Prisma.InputJsonValue,
-        },
-      });
-      const seqs = await appendEventsTx(tx, tenantId, run.id, [
+      const events: NewEvent[] = [
         { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
         { type: 'run.completed', data: { output: answer.output, usage: usage.event } },
-      ]);
+      ];
+      // The next queued run is read in the same statement, which does not see the run's own
+      // change to `completed`; it was `running`, so it is not among the queued ones anyway.
       const next = run.parentRunId
-        ? null
-        : await tx.run.findFirst({
-            where: { tenantId, sessionId: run.sessionId, parentRunId: null, status: 'queued' },
-            orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-            select: { id: true },
-          });
-      return { runningCallIds: [], seqs, startedAt: locked.startedAt, endedAt: locked.now, nextQueuedRunId: next?.id ?? null };
+        ? Prisma.sql`NULL::text`
+        : Prisma.sql`(SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NULL
+                       AND status = 'queued' ORDER BY created_at ASC, id ASC LIMIT 1)`;
+      const [row] = await tx.$queryRaw<Array<{ seqs: number[]; next: string | null }>>`
+        WITH message AS (
+          INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, tool_calls)
+          VALUES (${newId('msg')}, ${tenantId}, ${run.sessionId}, ${run.id}, 'assistant', ${answer.content}::text, NULL)),
+        completed AS (
+          UPDATE runs SET status = 'completed', completed_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                 output = ${answer.output}::text, usage = ${JSON.stringify(usage.stored(locked.startedAt, locked.now))}::jsonb
+           WHERE id = ${run.id} AND tenant_id = ${tenantId}),
+        events AS (${insertEventsSql(tenantId, run.id, events)})
+        SELECT coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs, ${next} AS next`;
+      return { runningCallIds: [], seqs: row.seqs, startedAt: locked.startedAt, endedAt: locked.now, nextQueuedRunId: row.next };
     });
   }
 
@@ -331,20 +348,65 @@ export class RunsRepository {
 }
 
 /**
- * Top-level runs of the session that go on ahead of `run`: running or parked ones, and
- * queued ones made before it. A queued run waits for them.
+ * How many top-level runs of the session go on ahead of `run` (`n`): running or parked
+ * ones, and queued ones made before it. A queued run waits for them.
  */
-function earlierActiveRuns(tx: Tx, tenantId: string, run: RunView): Promise<number> {
-  return tx.run.count({
-    where: {
-      tenantId,
-      sessionId: run.sessionId,
-      parentRunId: null,
-      id: { not: run.id },
-      status: { in: [...ACTIVE_STATUSES] },
-      OR: [{ status: { not: 'queued' } }, { createdAt: { lt: run.createdAt } }, { createdAt: run.createdAt, id: { lt: run.id } }],
-    },
-  });
+function earlierActiveRunsSql(tenantId: string, run: RunView): Prisma.Sql {
+  const createdAt = run.createdAt.toISOString();
+  return Prisma.sql`
+    SELECT count(*)::int AS n FROM runs
+     WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NULL AND id <> ${run.id}
+       AND status IN (${Prisma.join([...ACTIVE_STATUSES])})
+       AND (status <> 'queued' OR created_at < ${createdAt}::timestamptz OR (created_at = ${createdAt}::timestamptz AND id < ${run.id}))`;
+}
+
+/** A run's row as raw SQL returns it (`RETURNING ${RUN_COLUMNS}`). */
+export interface RunSqlRow {
+  id: string;
+  tenant_id: string;
+  session_id: string;
+  parent_run_id: string | null;
+  parent_call_id: string | null;
+  depth: number;
+  status: string;
+  input: string;
+  options: Prisma.JsonValue;
+  option_sources: Prisma.JsonValue;
+  output: string | null;
+  error: string | null;
+  usage: Prisma.JsonValue;
+  created_at: Date;
+  started_at: Date | null;
+  completed_at: Date | null;
+  request_id: string | null;
+  recoveries: number;
+}
+
+/** The columns RunSqlRow holds. */
+export const RUN_COLUMNS = Prisma.raw(
+  'id, tenant_id, session_id, parent_run_id, parent_call_id, depth, status, input, options, option_sources, output, error, usage, created_at, started_at, completed_at, request_id, recoveries',
+);
+
+export function runFromSql(row: RunSqlRow): RunView {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    sessionId: row.session_id,
+    parentRunId: row.parent_run_id,
+    parentCallId: row.parent_call_id,
+    depth: row.depth,
+    status: row.status as RunStatus,
+    input: row.input,
+    options: row.options as RunOptions,
+    optionSources: (row.option_sources as OptionSources | null) ?? null,
+    output: row.output,
+    error: row.error,
+    usage: (row.usage as Record<string, unknown> | null) ?? null,
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+    requestId: row.request_id,
+  };
 }
 
 export function toRun(row: RunRow): RunView {

@@ -66,7 +66,7 @@ export class RunsService {
       case 'created':
         this.metrics.runCreated(tenantId);
         this.events.announce(outcome.run.id, [1]);
-        await this.enqueuer.enqueue(tenantId, outcome.run.id, 'created');
+        await this.enqueuer.enqueue(tenantId, outcome.run.id, 'created', outcome.run.sessionId);
         return { run: outcome.run, created: true };
     }
   }

@@ -10,7 +10,11 @@ export const RUN_STREAM = 'RUNBOX_RUNS';
 export const RUN_QUEUE_SUBJECT = 'runbox.runs.queued.v1';
 export const RUN_CONSUMER = 'runbox-run-workers';
 
-export const runQueuedSchema = z.object({ tenant_id: ids.tenant, run_id: z.string().min(1).max(64) });
+/**
+ * `session_id`, when the publisher knows it, lets the worker list the session's tools while
+ * it claims the run, rather than after.
+ */
+export const runQueuedSchema = z.object({ tenant_id: ids.tenant, run_id: z.string().min(1).max(64), session_id: ids.session.optional() });
 export type RunQueued = z.infer<typeof runQueuedSchema>;
 
 export const runQueuedContract: EventContract<RunQueued> = { subject: RUN_QUEUE_SUBJECT, payload: runQueuedSchema, maxBytes: SMALL_MESSAGE_BYTES };
