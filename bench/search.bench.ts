@@ -62,7 +62,7 @@ const SEARCHED = ['memories', 'messages', 'rag_chunks'];
 /** The search functions as they were before candidate sets; `before` calls these. */
 const BEFORE_MIGRATION = '20261201210000_search_functions';
 /** Bumped when the loading SQL below changes what is loaded. */
-const DATA_VERSION = 2;
+const DATA_VERSION = 3;
 
 /** Words by frequency rank: 0 is the most common. */
 const QUERIES: Array<{ name: string; text: string }> = [
@@ -162,6 +162,7 @@ async function onConnections(db: BenchDatabase, chains: Array<Array<{ label: str
     await c.connect();
     try {
       await c.query(`SET maintenance_work_mem = '1GB'`);
+      await c.query(`SET work_mem = '1GB'`);
       await c.query(`SET max_parallel_maintenance_workers = 2`);
       for (let chain = queue.shift(); chain; chain = queue.shift()) {
         for (const step of chain) {
@@ -219,7 +220,10 @@ async function loadData(db: BenchDatabase): Promise<void> {
   // Texts come from pools of POOL_TEXTS drawn texts each (short for memories, longer for
   // messages, longest for chunks), row g taking text g·7919 mod POOL_TEXTS: drawing every
   // row's words anew is what made loading slow. Memories add their row number, so no two
-  // facts of a tenant are equal (a unique index holds them apart). The pools are unlogged
+  // facts of a tenant are equal (a unique index holds them apart). Rows are written in the
+  // order the service writes them (time, chunk id), so that the table is laid out as it
+  // would be: joined to a pool without ORDER BY they came out scattered, and reading the
+  // newest rows of a tenant read a page per row. The pools are unlogged
   // tables, not temporary ones, so every loading connection sees them.
   const pool = (name: string, n: string) => ({
     label: `pool ${name} (${POOL_TEXTS.toLocaleString('en')} texts)`,
@@ -250,7 +254,8 @@ async function loadData(db: BenchDatabase): Promise<void> {
                 setweight(to_tsvector('simple', translate(d.path, '/_.', '   ')), 'A') || p.search
            FROM rag_documents d CROSS JOIN generate_series(0, 19) AS c(n)
                 ${pick('bench_long_texts', '(substr(d.id, 7)::bigint * 20 + c.n)')}
-          WHERE d.id LIKE 'doc_sb%'`,
+          WHERE d.id LIKE 'doc_sb%'
+          ORDER BY substr(d.id, 7)::bigint, c.n`,
       },
     ],
     [
@@ -262,7 +267,8 @@ async function loadData(db: BenchDatabase): Promise<void> {
                 (ARRAY['user', 'assistant', 'tool', 'assistant'])[1 + g % 4], p.content, now() - g * interval '1 second'
            FROM generate_series(1, ${total}) AS g
                 CROSS JOIN LATERAL (SELECT CASE WHEN g <= ${TENANT_ROWS} THEN 1 + (g - 1) / 1000 ELSE ${tenantSessions} + 1 + (g - ${TENANT_ROWS} - 1) / 1000 END AS n) AS s
-                ${pick('bench_medium_texts', 'g')}`,
+                ${pick('bench_medium_texts', 'g')}
+          ORDER BY g`,
       },
     ],
     [
@@ -271,7 +277,8 @@ async function loadData(db: BenchDatabase): Promise<void> {
         label: `memories (${total.toLocaleString('en')})`,
         sql: `INSERT INTO memories (id, tenant_id, content, created_at)
          SELECT 'mem_sb' || g, ${tenantOf}, p.content || ' (' || g || ')', now() - g * interval '1 second'
-           FROM generate_series(1, ${total}) AS g ${pick('bench_short_texts', 'g')}`,
+           FROM generate_series(1, ${total}) AS g ${pick('bench_short_texts', 'g')}
+          ORDER BY g`,
       },
     ],
   ]);

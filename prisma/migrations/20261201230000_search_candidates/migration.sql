@@ -90,15 +90,17 @@ SET search_path = pg_catalog, public, pg_temp
 AS $$
 BEGIN
   -- Candidates: the newest 500 matching chunks, and the newest 500 whose path matches.
+  -- (Ordered by session too, so that a walk takes the (session_id, id) index, never the
+  -- primary key: that one would pass every newer chunk of other sessions first.)
   RETURN QUERY EXECUTE $q$
     WITH candidates AS (
       (SELECT c.id FROM rag_chunks c
         WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.search @@ to_tsquery('simple', $3) AND NOT (c.id::text = ANY($4))
-        ORDER BY c.id DESC LIMIT 500)
+        ORDER BY c.session_id DESC, c.id DESC LIMIT 500)
       UNION
       (SELECT c.id FROM rag_chunks c
         WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.path_search @@ to_tsquery('simple', $3) AND NOT (c.id::text = ANY($4))
-        ORDER BY c.id DESC LIMIT 500)
+        ORDER BY c.session_id DESC, c.id DESC LIMIT 500)
     )
     SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, to_tsquery('simple', $3))
     FROM candidates k JOIN rag_chunks c ON c.id = k.id
