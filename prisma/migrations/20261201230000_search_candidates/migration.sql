@@ -22,8 +22,11 @@ CREATE INDEX "messages_tenant_id_created_at_idx" ON "messages" ("tenant_id", "cr
 ALTER TABLE "rag_chunks" ADD COLUMN "path_search" tsvector
   GENERATED ALWAYS AS (ts_filter("search", '{a}')) STORED;
 CREATE INDEX "rag_chunks_path_search_idx" ON "rag_chunks" USING GIN ("session_id", "path_search");
--- Newest first within a session: ids grow with every write.
-CREATE INDEX "rag_chunks_session_id_id_idx" ON "rag_chunks" ("session_id", "id");
+-- Newest first within a session: ids grow with every write. On -id, an order the primary
+-- key cannot give: walking the primary key backwards would pass every newer chunk of every
+-- other session first, and the planner, taking a session's chunks to be spread evenly, would
+-- pick it (with session_id fixed, "session_id, id" orders as "id" alone).
+CREATE INDEX "rag_chunks_session_id_newest_idx" ON "rag_chunks" ("session_id", (-"id"));
 
 -- The functions keep their signatures (and so their grants: CREATE OR REPLACE keeps them),
 -- their tenant rule (app.tenant_id, filtered here) and their order of results.
@@ -35,21 +38,23 @@ SET search_path = pg_catalog, public, pg_temp
 AS $$
 BEGIN
   -- Candidates: the newest 500 facts holding every word, and the newest 500 holding any
-  -- (the second only when the two queries differ).
+  -- (the second only when the two queries differ), whole rows: fetching them again by id
+  -- cost a random read each.
   RETURN QUERY EXECUTE $q$
     WITH candidates AS (
-      (SELECT m.id FROM memories m
+      (SELECT m.id, m.scope, m.content, m.run_id, m.created_at, m.search FROM memories m
         WHERE m.tenant_id = $1 AND m.search @@ to_tsquery('english', $3) AND ($5 OR m.scope IS NULL OR m.scope = $4)
         ORDER BY m.created_at DESC LIMIT 500)
-      UNION
-      (SELECT m.id FROM memories m
+      UNION ALL
+      (SELECT m.id, m.scope, m.content, m.run_id, m.created_at, m.search FROM memories m
         WHERE $2 <> $3 AND m.tenant_id = $1 AND m.search @@ to_tsquery('english', $2) AND ($5 OR m.scope IS NULL OR m.scope = $4)
         ORDER BY m.created_at DESC LIMIT 500)
+    ), each_once AS (
+      SELECT DISTINCT ON (c.id) c.* FROM candidates c ORDER BY c.id
     )
-    SELECT m.id, m.scope, m.content, m.run_id, m.created_at::timestamptz, ts_rank(m.search, to_tsquery('english', $2))
-    FROM candidates c JOIN memories m ON m.id = c.id
-    WHERE m.tenant_id = $1
-    ORDER BY (m.search @@ to_tsquery('english', $3)) DESC, 6 DESC, m.created_at DESC
+    SELECT c.id, c.scope, c.content, c.run_id, c.created_at::timestamptz, ts_rank(c.search, to_tsquery('english', $2))
+    FROM each_once c
+    ORDER BY (c.search @@ to_tsquery('english', $3)) DESC, 6 DESC, c.created_at DESC
     LIMIT $6
   $q$ USING current_setting('app.tenant_id', true), any_terms, all_terms, scope_filter, any_scope, max_rows;
 END
@@ -89,18 +94,17 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
 AS $$
 BEGIN
-  -- Candidates: the newest 500 matching chunks, and the newest 500 whose path matches.
-  -- (Ordered by session too, so that a walk takes the (session_id, id) index, never the
-  -- primary key: that one would pass every newer chunk of other sessions first.)
+  -- Candidates: the newest 500 matching chunks, and the newest 500 whose path matches
+  -- (-id: the order of rag_chunks_session_id_newest_idx).
   RETURN QUERY EXECUTE $q$
     WITH candidates AS (
       (SELECT c.id FROM rag_chunks c
         WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.search @@ to_tsquery('simple', $3) AND NOT (c.id::text = ANY($4))
-        ORDER BY c.session_id DESC, c.id DESC LIMIT 500)
+        ORDER BY -c.id LIMIT 500)
       UNION
       (SELECT c.id FROM rag_chunks c
         WHERE c.tenant_id = $1 AND c.session_id = $2 AND c.path_search @@ to_tsquery('simple', $3) AND NOT (c.id::text = ANY($4))
-        ORDER BY c.session_id DESC, c.id DESC LIMIT 500)
+        ORDER BY -c.id LIMIT 500)
     )
     SELECT c.id, c.path, c.start_line, c.end_line, c.content, ts_rank(c.search, to_tsquery('simple', $3))
     FROM candidates k JOIN rag_chunks c ON c.id = k.id
