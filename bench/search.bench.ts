@@ -95,17 +95,20 @@ async function main(): Promise<void> {
   const { db, loaded } = await benchDatabase();
   const owner = new Client({ connectionString: db.ownerUrl });
   await owner.connect();
+  // A database is kept only complete: loading that failed half way leaves nothing behind.
   let keep = KEEP;
+  let complete = loaded;
   try {
     if (!loaded) await loadData(db);
     else console.log(`measuring the kept database ${db.name} (SEARCH_BENCH_KEEP=1 loaded it before)\n`);
+    complete = true;
     await installBefore(owner);
     console.log(`measuring (load average ${load()})`);
     const figures = await measure(db, owner);
     print(figures);
     console.log(`\nload average at the end: ${load()}`);
   } catch (err) {
-    keep = false;
+    keep &&= complete;
     throw err;
   } finally {
     await owner.end();
