@@ -10,21 +10,29 @@
  * has real work to do. Then, for each search and for a two-word query, a rare word, a common
  * word and a word that matches nothing, three ways on the same data:
  *
- * - `functions`: the code path the API uses (MemoryService, HistoryRepository,
- *   RagSearchService as runbox_app), which calls the security-definer search functions;
- * - `rls`: the queries as they were before those functions, as runbox_app under forced
- *   row-level security (the "before");
- * - `plain`: the same queries as the table owner with row-level security not forced (the
- *   plain alternative: what the indexes give without any policy).
+ * - `after`: the code path the API uses (MemoryService, HistoryRepository, RagSearchService
+ *   as runbox_app), which calls the security-definer search functions;
+ * - `before`: the same code calling the search functions as they were before they ranked a
+ *   bounded candidate set (prisma/migrations/20261201210000_search_functions, loaded into a
+ *   schema of their own, with the expression index they used);
+ * - `plain`: the queries as they were before any search function, as the table owner with
+ *   row-level security not forced (what the indexes give without any policy).
  *
- * The data lives in a database of its own, cloned from the bench template and dropped at
- * the end (nothing is cached: a rerun loads again). Load time and table sizes are printed.
+ * Loading: the three tables are UNLOGGED (a bench database: nothing to recover; reads are
+ * the same), filled with their secondary indexes dropped, which are then built at the end
+ * with a large maintenance_work_mem, SEARCH_BENCH_LOAD_CONNECTIONS (2) steps at a time.
+ * The loaded database is named by a hash of the data parameters and the migrations; with
+ * SEARCH_BENCH_KEEP=1 it is kept, and a later run with the same key measures it without
+ * loading. Otherwise it is dropped at the end. Load time and sizes are printed.
  */
-import { createTestDatabase, TestDatabase } from '@app/testing';
+import { TEST_ROLES, urlWithRole } from '@app/testing';
 import { PrismaService, Tx } from '@app/persistence';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { HistoryRepository } from '../apps/gateway/src/history/history.repository';
 import { MemoryRepository } from '../apps/gateway/src/memory/memory.repository';
@@ -42,12 +50,19 @@ const SAMPLES = Number(process.env.SEARCH_BENCH_SAMPLES ?? 30);
 const SAMPLE_BUDGET_MS = 20_000;
 const LIMIT = 10;
 const POOL_TEXTS = Number(process.env.SEARCH_BENCH_POOL_TEXTS ?? 100_000);
+const LOAD_CONNECTIONS = Number(process.env.SEARCH_BENCH_LOAD_CONNECTIONS ?? 2);
+const KEEP = process.env.SEARCH_BENCH_KEEP === '1';
 const BENCH_TENANT = 'ten_searchbench';
 const BENCH_SESSION = 'ses_searchbench';
 /** session_search leaves out the searching run's own messages: a run of none of them here. */
 const SEARCHING_RUN = 'run_searchbench';
 const VOCABULARY = vocabulary(4000);
 const TABLES = ['tenants', 'sessions', 'memories', 'messages', 'rag_documents', 'rag_chunks'];
+const SEARCHED = ['memories', 'messages', 'rag_chunks'];
+/** The search functions as they were before candidate sets; `before` calls these. */
+const BEFORE_MIGRATION = '20261201210000_search_functions';
+/** Bumped when the loading SQL below changes what is loaded. */
+const DATA_VERSION = 3;
 
 /** Words by frequency rank: 0 is the most common. */
 const QUERIES: Array<{ name: string; text: string }> = [
@@ -58,47 +73,128 @@ const QUERIES: Array<{ name: string; text: string }> = [
 ];
 
 type Search = 'memory' | 'session_search' | 'rag_search';
-type Way = 'functions' | 'rls' | 'plain';
+type Way = 'after' | 'before' | 'plain';
 type Figures = Record<Search, Record<string, Partial<Record<Way, number[]>>>>;
 
+interface BenchDatabase {
+  name: string;
+  /** As runbox_system. */
+  url: string;
+  /** As runbox_app, the services' tenant role. */
+  appUrl: string;
+  /** As the owner. */
+  ownerUrl: string;
+}
+
 async function main(): Promise<void> {
-  const load = loadavg().map((l) => l.toFixed(1)).join(' ');
+  const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
   console.log(
     `runbox search benchmark: ${TENANT_ROWS.toLocaleString('en')} rows in the tenant, ${OTHER_ROWS.toLocaleString('en')} in ${OTHER_TENANTS} others, ` +
-      `per table (${new Date().toISOString()}; ${cpus().length} CPUs, load average ${load})\n`,
+      `per table (${new Date().toISOString()}; ${cpus().length} CPUs, load average ${load()})\n`,
   );
-  const db = await createTestDatabase();
+  const { db, loaded } = await benchDatabase();
   const owner = new Client({ connectionString: db.ownerUrl });
   await owner.connect();
+  // A database is kept only complete: loading that failed half way leaves nothing behind.
+  let keep = KEEP;
+  let complete = loaded;
   try {
-    await loadData(owner);
+    if (!loaded) await loadData(db);
+    else console.log(`measuring the kept database ${db.name} (SEARCH_BENCH_KEEP=1 loaded it before)\n`);
+    complete = true;
+    await installBefore(owner);
+    console.log(`measuring (load average ${load()})`);
     const figures = await measure(db, owner);
     print(figures);
+    console.log(`\nload average at the end: ${load()}`);
+  } catch (err) {
+    keep &&= complete;
+    throw err;
   } finally {
     await owner.end();
-    await db.drop();
+    if (keep) console.log(`kept ${db.name}; drop it with DROP DATABASE ${db.name}`);
+    else await admin((c) => c.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`));
   }
 }
 
 // --- data -------------------------------------------------------------------------------
 
-async function loadData(owner: Client): Promise<void> {
-  const started = Date.now();
-  const step = async (label: string, sql: string, params: unknown[] = []) => {
-    const t = Date.now();
-    await owner.query(sql, params);
-    console.log(`  ${label}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+const ADMIN_URL = process.env.RUNBOX_TEST_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
+const TEMPLATE = process.env.RUNBOX_TEST_TEMPLATE_DB ?? 'runbox_bench_template';
+
+async function admin<T>(work: (c: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The database named by the data parameters and the migration set: reused when a run with
+ * SEARCH_BENCH_KEEP=1 left it behind, else cloned from the migrated bench template.
+ */
+async function benchDatabase(): Promise<{ db: BenchDatabase; loaded: boolean }> {
+  const migrations = readdirSync(join(__dirname, '../prisma/migrations')).filter((m) => /^\d/.test(m)).sort();
+  // Names are enough: an applied migration is never edited, a change is a new one.
+  const key = createHash('sha256').update(JSON.stringify({ TENANT_ROWS, OTHER_ROWS, OTHER_TENANTS, POOL_TEXTS, DATA_VERSION, migrations })).digest('hex').slice(0, 12);
+  const name = `runbox_searchbench_${key}`;
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  const db = { name, ownerUrl: url.toString(), url: urlWithRole(url.toString(), TEST_ROLES.system), appUrl: urlWithRole(url.toString(), TEST_ROLES.app) };
+  const exists = await admin(async (c) => (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name])).rowCount === 1);
+  if (exists) {
+    // A kept database is complete: it is marked only after loading finished.
+    const done = new Client({ connectionString: db.ownerUrl });
+    await done.connect();
+    const marked = await done.query(`SELECT 1 FROM pg_class WHERE relname = 'search_bench_loaded'`).finally(() => done.end());
+    if (marked.rowCount === 1) return { db, loaded: true };
+    await admin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
+  }
+  await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`));
+  return { db, loaded: false };
+}
+
+/** Runs steps on `LOAD_CONNECTIONS` owner connections, each chain's steps in order. */
+async function onConnections(db: BenchDatabase, chains: Array<Array<{ label: string; sql: string; params?: unknown[] }>>): Promise<void> {
+  const queue = [...chains];
+  const worker = async () => {
+    const c = new Client({ connectionString: db.ownerUrl });
+    await c.connect();
+    try {
+      await c.query(`SET maintenance_work_mem = '1GB'`);
+      await c.query(`SET work_mem = '1GB'`);
+      await c.query(`SET max_parallel_maintenance_workers = 2`);
+      for (let chain = queue.shift(); chain; chain = queue.shift()) {
+        for (const step of chain) {
+          const t = Date.now();
+          await c.query(step.sql, step.params ?? []);
+          console.log(`  ${step.label}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+        }
+      }
+    } finally {
+      await c.end();
+    }
   };
-  console.log('loading');
-  await owner.query(`SET maintenance_work_mem = '512MB'`);
+  await Promise.all(Array.from({ length: Math.max(1, LOAD_CONNECTIONS) }, worker));
+}
+
+async function loadData(db: BenchDatabase): Promise<void> {
+  const started = Date.now();
+  const owner = new Client({ connectionString: db.ownerUrl });
+  await owner.connect();
+  console.log(`loading into ${db.name}`);
   // The owner loads with row-level security not forced (it then bypasses the policies), and
   // without the secondary indexes, which are built once at the end: far faster than
   // inserting 10 M rows into GIN indexes. Both are put back before anything is measured.
   for (const t of TABLES) await owner.query(`ALTER TABLE ${t} NO FORCE ROW LEVEL SECURITY`);
-  const { rows: indexes } = await owner.query<{ name: string; definition: string }>(
-    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+  for (const t of SEARCHED) await owner.query(`ALTER TABLE ${t} SET UNLOGGED`);
+  const { rows: indexes } = await owner.query<{ name: string; table: string; definition: string }>(
+    `SELECT indexname AS name, tablename AS table, indexdef AS definition FROM pg_indexes
       WHERE schemaname = 'public' AND tablename = ANY($1) AND indexname NOT LIKE '%pkey'`,
-    [['memories', 'messages', 'rag_chunks']],
+    [SEARCHED],
   );
   for (const i of indexes) await owner.query(`DROP INDEX ${i.name}`);
 
@@ -117,98 +213,169 @@ async function loadData(owner: Client): Promise<void> {
   const tenantSessions = Math.ceil(TENANT_ROWS / 1000);
   // Sessions: the bench tenant's messages in sessions of 1,000, the others' likewise; one
   // more session holds the tenant's retrieval chunks.
-  await step(
-    'sessions',
+  await owner.query(
     `INSERT INTO sessions (id, tenant_id) SELECT 'ses_sb' || s, CASE WHEN s <= ${tenantSessions} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (s % ${OTHER_TENANTS}) END
        FROM generate_series(1, ${tenantSessions + Math.ceil(OTHER_ROWS / 1000)}) AS s
      UNION ALL SELECT '${BENCH_SESSION}', '${BENCH_TENANT}'
      UNION ALL SELECT 'ses_sbrag' || t, 'ten_searchother' || t FROM generate_series(0, ${OTHER_TENANTS - 1}) AS t`,
   );
+  await owner.end();
   // Texts come from pools of POOL_TEXTS drawn texts each (short for memories, longer for
   // messages, longest for chunks), row g taking text g·7919 mod POOL_TEXTS: drawing every
   // row's words anew is what made loading slow. Memories add their row number, so no two
-  // facts of a tenant are equal (a unique index holds them apart).
-  const pool = async (name: string, n: string) =>
-    step(`pool ${name} (${POOL_TEXTS.toLocaleString('en')} texts)`, `CREATE TEMP TABLE ${name} AS SELECT i, ${words(n)} AS content FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${POOL_TEXTS - 1}) AS i`, vocab);
-  await pool('short_texts', '6 + i % 14');
-  await pool('medium_texts', '8 + i % 30');
-  await pool('long_texts', '30 + i % 31');
-  await owner.query(`ALTER TABLE long_texts ADD COLUMN search tsvector`);
-  await step('pool long_texts tsvectors', `UPDATE long_texts SET search = setweight(to_tsvector('simple', content), 'B')`);
+  // facts of a tenant are equal (a unique index holds them apart). Rows are written in the
+  // order the service writes them (time, chunk id), so that the table is laid out as it
+  // would be: joined to a pool without ORDER BY they came out scattered, and reading the
+  // newest rows of a tenant read a page per row. The pools are unlogged
+  // tables, not temporary ones, so every loading connection sees them.
+  const pool = (name: string, n: string) => ({
+    label: `pool ${name} (${POOL_TEXTS.toLocaleString('en')} texts)`,
+    sql: `CREATE UNLOGGED TABLE ${name} AS SELECT i, ${words(n)} AS content FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${POOL_TEXTS - 1}) AS i`,
+    params: vocab,
+  });
   const pick = (table: string, row: string) => `JOIN ${table} AS p ON p.i = (${row}::bigint * 7919) % ${POOL_TEXTS}`;
-  await step(
-    `memories (${total.toLocaleString('en')})`,
-    `INSERT INTO memories (id, tenant_id, content, created_at)
-     SELECT 'mem_sb' || g, ${tenantOf}, p.content || ' (' || g || ')', now() - g * interval '1 second'
-       FROM generate_series(1, ${total}) AS g ${pick('short_texts', 'g')}`,
-  );
-  await step(
-    `messages (${total.toLocaleString('en')})`,
-    `INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, created_at)
-     SELECT 'msg_sb' || g, CASE WHEN s.n <= ${tenantSessions} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (s.n % ${OTHER_TENANTS}) END, 'ses_sb' || s.n, 'run_sb' || s.n,
-            (ARRAY['user', 'assistant', 'tool', 'assistant'])[1 + g % 4], p.content, now() - g * interval '1 second'
-       FROM generate_series(1, ${total}) AS g
-            CROSS JOIN LATERAL (SELECT CASE WHEN g <= ${TENANT_ROWS} THEN 1 + (g - 1) / 1000 ELSE ${tenantSessions} + 1 + (g - ${TENANT_ROWS} - 1) / 1000 END AS n) AS s
-            ${pick('medium_texts', 'g')}`,
-  );
-  // Retrieval: documents of 20 chunks each under a path of words.
   const docs = Math.ceil(total / 20);
-  await step(
-    `rag_documents (${docs.toLocaleString('en')})`,
-    `INSERT INTO rag_documents (id, tenant_id, session_id, path, sha256, size_bytes, line_count, chunk_count)
-     SELECT 'doc_sb' || d, t.tenant, CASE WHEN t.tenant = '${BENCH_TENANT}' THEN '${BENCH_SESSION}' ELSE 'ses_sbrag' || right(t.tenant, 1) END,
-            'src/' || v[1 + d % 200] || '/' || v[1 + (d * 7) % ${VOCABULARY.length}] || '_' || d || '.ts', 'x', 1, 1, 20
-       FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${docs - 1}) AS d,
-            LATERAL (SELECT CASE WHEN d * 20 + 1 <= ${TENANT_ROWS} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (d % ${OTHER_TENANTS}) END AS tenant) AS t`,
-    vocab,
+  await onConnections(db, [
+    [
+      pool('bench_long_texts', '30 + i % 31'),
+      { label: 'pool bench_long_texts tsvectors', sql: `ALTER TABLE bench_long_texts ADD COLUMN search tsvector` },
+      { label: 'pool bench_long_texts tsvectors', sql: `UPDATE bench_long_texts SET search = setweight(to_tsvector('simple', content), 'B')` },
+      // Retrieval: documents of 20 chunks each under a path of words.
+      {
+        label: `rag_documents (${docs.toLocaleString('en')})`,
+        sql: `INSERT INTO rag_documents (id, tenant_id, session_id, path, sha256, size_bytes, line_count, chunk_count)
+         SELECT 'doc_sb' || d, t.tenant, CASE WHEN t.tenant = '${BENCH_TENANT}' THEN '${BENCH_SESSION}' ELSE 'ses_sbrag' || right(t.tenant, 1) END,
+                'src/' || v[1 + d % 200] || '/' || v[1 + (d * 7) % ${VOCABULARY.length}] || '_' || d || '.ts', 'x', 1, 1, 20
+           FROM (SELECT $1::text[] AS v) AS vocab, generate_series(0, ${docs - 1}) AS d,
+                LATERAL (SELECT CASE WHEN d * 20 + 1 <= ${TENANT_ROWS} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (d % ${OTHER_TENANTS}) END AS tenant) AS t`,
+        params: vocab,
+      },
+      {
+        label: `rag_chunks (${total.toLocaleString('en')})`,
+        sql: `INSERT INTO rag_chunks (tenant_id, session_id, document_id, path, start_line, end_line, content, search)
+         SELECT d.tenant_id, d.session_id, d.id, d.path, 1 + c.n * 50, 60 + c.n * 50, p.content,
+                setweight(to_tsvector('simple', translate(d.path, '/_.', '   ')), 'A') || p.search
+           FROM rag_documents d CROSS JOIN generate_series(0, 19) AS c(n)
+                ${pick('bench_long_texts', '(substr(d.id, 7)::bigint * 20 + c.n)')}
+          WHERE d.id LIKE 'doc_sb%'
+          ORDER BY substr(d.id, 7)::bigint, c.n`,
+      },
+    ],
+    [
+      pool('bench_medium_texts', '8 + i % 30'),
+      {
+        label: `messages (${total.toLocaleString('en')})`,
+        sql: `INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, created_at)
+         SELECT 'msg_sb' || g, CASE WHEN s.n <= ${tenantSessions} THEN '${BENCH_TENANT}' ELSE 'ten_searchother' || (s.n % ${OTHER_TENANTS}) END, 'ses_sb' || s.n, 'run_sb' || s.n,
+                (ARRAY['user', 'assistant', 'tool', 'assistant'])[1 + g % 4], p.content, now() - g * interval '1 second'
+           FROM generate_series(1, ${total}) AS g
+                CROSS JOIN LATERAL (SELECT CASE WHEN g <= ${TENANT_ROWS} THEN 1 + (g - 1) / 1000 ELSE ${tenantSessions} + 1 + (g - ${TENANT_ROWS} - 1) / 1000 END AS n) AS s
+                ${pick('bench_medium_texts', 'g')}
+          ORDER BY g`,
+      },
+    ],
+    [
+      pool('bench_short_texts', '6 + i % 14'),
+      {
+        label: `memories (${total.toLocaleString('en')})`,
+        sql: `INSERT INTO memories (id, tenant_id, content, created_at)
+         SELECT 'mem_sb' || g, ${tenantOf}, p.content || ' (' || g || ')', now() - g * interval '1 second'
+           FROM generate_series(1, ${total}) AS g ${pick('bench_short_texts', 'g')}
+          ORDER BY g`,
+      },
+    ],
+  ]);
+  // Largest builds first, so the last one to start is a short one.
+  const weight = (i: { table: string; definition: string }) => (i.table === 'rag_chunks' ? 3 : i.table === 'messages' ? 2 : 1) * (/gin/i.test(i.definition) ? 10 : 1);
+  await onConnections(
+    db,
+    [...indexes].sort((a, b) => weight(b) - weight(a)).map((i) => [{ label: `index ${i.name}`, sql: i.definition }]),
   );
-  await step(
-    `rag_chunks (${total.toLocaleString('en')})`,
-    `INSERT INTO rag_chunks (tenant_id, session_id, document_id, path, start_line, end_line, content, search)
-     SELECT d.tenant_id, d.session_id, d.id, d.path, 1 + c.n * 50, 60 + c.n * 50, p.content,
-            setweight(to_tsvector('simple', translate(d.path, '/_.', '   ')), 'A') || p.search
-       FROM rag_documents d CROSS JOIN generate_series(0, 19) AS c(n)
-            ${pick('long_texts', "(substr(d.id, 7)::bigint * 20 + c.n)")}
-      WHERE d.id LIKE 'doc_sb%'`,
+  await onConnections(
+    db,
+    [...SEARCHED, 'rag_documents', 'sessions'].map((t) => [{ label: `vacuum analyze ${t}`, sql: `VACUUM ANALYZE ${t}` }]),
   );
-  for (const i of indexes) await step(`index ${i.name}`, i.definition);
-  for (const t of TABLES) await owner.query(`ALTER TABLE ${t} FORCE ROW LEVEL SECURITY`);
-  await step('vacuum analyze', `VACUUM ANALYZE memories, messages, rag_chunks, rag_documents, sessions`);
-  const { rows: sizes } = await owner.query<{ table: string; size: string }>(
-    `SELECT relname AS table, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relname = ANY($1) ORDER BY relname`,
-    [['memories', 'messages', 'rag_chunks']],
+  const done = new Client({ connectionString: db.ownerUrl });
+  await done.connect();
+  try {
+    await done.query(`DROP TABLE bench_short_texts, bench_medium_texts, bench_long_texts`);
+    for (const t of TABLES) await done.query(`ALTER TABLE ${t} FORCE ROW LEVEL SECURITY`);
+    await done.query(`CREATE TABLE search_bench_loaded ()`);
+    const { rows: sizes } = await done.query<{ table: string; size: string }>(
+      `SELECT relname AS table, pg_size_pretty(pg_total_relation_size(oid)) || ' (table ' || pg_size_pretty(pg_table_size(oid)) || ')' AS size
+         FROM pg_class WHERE relname = ANY($1) ORDER BY relname`,
+      [SEARCHED],
+    );
+    const { rows: all } = await done.query<{ size: string }>(`SELECT pg_size_pretty(pg_database_size(current_database())) AS size`);
+    console.log(
+      `  loaded in ${((Date.now() - started) / 1000).toFixed(0)} s; with indexes: ${sizes.map((s) => `${s.table} ${s.size}`).join(', ')}; database ${all[0].size}\n`,
+    );
+  } finally {
+    await done.end();
+  }
+}
+
+/**
+ * The search functions as they were before candidate sets, in a schema of their own that
+ * `before` puts first on its search path, with the expression index the old
+ * search_messages used (partial to the bench tenant: its searches read only the tenant's
+ * entries either way, and building it for every tenant would double the wait).
+ */
+async function installBefore(owner: Client): Promise<void> {
+  const sql = readFileSync(join(__dirname, '../prisma/migrations', BEFORE_MIGRATION, 'migration.sql'), 'utf8');
+  const functions = [...sql.matchAll(/CREATE FUNCTION (search_memories|search_messages|search_rag_chunks)\(.*?\n\$\$;/gs)].map((m) => m[0]);
+  if (functions.length !== 3) throw new Error(`expected 3 search functions in ${BEFORE_MIGRATION}, found ${functions.length}`);
+  const t = Date.now();
+  await owner.query(`DROP SCHEMA IF EXISTS search_before CASCADE`);
+  await owner.query(`CREATE SCHEMA search_before`);
+  for (const f of functions) await owner.query(f.replace('CREATE FUNCTION ', 'CREATE FUNCTION search_before.'));
+  await owner.query(`GRANT USAGE ON SCHEMA search_before TO ${TEST_ROLES.app.user}`);
+  await owner.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA search_before TO ${TEST_ROLES.app.user}`);
+  await owner.query(`SET maintenance_work_mem = '1GB'`);
+  await owner.query(
+    `CREATE INDEX IF NOT EXISTS messages_content_search_before_idx ON messages USING GIN (tenant_id, to_tsvector('english'::regconfig, COALESCE(content, '')))
+      WHERE tenant_id = '${BENCH_TENANT}'`,
   );
-  console.log(`  loaded in ${((Date.now() - started) / 1000).toFixed(0)} s; with indexes: ${sizes.map((s) => `${s.table} ${s.size}`).join(', ')}\n`);
+  await owner.query(`ANALYZE messages`);
+  console.log(`the functions before candidate sets, with their index: ${((Date.now() - t) / 1000).toFixed(1)} s\n`);
 }
 
 // --- measuring --------------------------------------------------------------------------
 
-async function measure(db: TestDatabase, owner: Client): Promise<Figures> {
+async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
   const prisma = await PrismaService.forService({ url: db.appUrl, systemUrl: db.url });
+  // The same role and code, with the old functions first on the search path.
+  const beforeUrl = new URL(db.appUrl);
+  beforeUrl.searchParams.set('options', '-c search_path=search_before,public');
+  const beforePrisma = await PrismaService.forService({ url: beforeUrl.toString(), systemUrl: db.url });
   const ownerPrisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.ownerUrl }) });
-  const memories = new MemoryService(new MemoryRepository(prisma));
-  const history = new HistoryRepository(prisma);
-  const rag = new RagSearchService(new RagRepository(prisma));
+  const services = (p: PrismaService) => ({
+    memories: new MemoryService(new MemoryRepository(p)),
+    history: new HistoryRepository(p),
+    rag: new RagSearchService(new RagRepository(p)),
+  });
+  const after = services(prisma);
+  const before = services(beforePrisma);
   const figures: Figures = { memory: {}, session_search: {}, rag_search: {} };
   const ways: Record<Search, Record<Way, (text: string) => Promise<unknown>>> = {
     memory: {
-      functions: (text) => memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
-      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyMemory(tx, parseTextQuery(text))),
+      after: (text) => after.memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
+      before: (text) => before.memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
       plain: (text) => ownerPrisma.$transaction((tx) => legacyMemory(tx, parseTextQuery(text))),
     },
     session_search: {
-      functions: (text) => history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
-      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyHistory(tx, parseTextQuery(text))),
+      after: (text) => after.history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
+      before: (text) => before.history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
       plain: (text) => ownerPrisma.$transaction((tx) => legacyHistory(tx, parseTextQuery(text))),
     },
     rag_search: {
-      functions: (text) => rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
-      rls: (text) => prisma.tenant(BENCH_TENANT, (tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true }))),
+      after: (text) => after.rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
+      before: (text) => before.rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
       plain: (text) => ownerPrisma.$transaction((tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true }))),
     },
   };
   try {
-    for (const way of ['functions', 'rls', 'plain'] as const) {
+    for (const way of ['after', 'before', 'plain'] as const) {
       // The plain alternative: the owner, row-level security not forced, so no policy applies.
       if (way === 'plain') for (const t of TABLES) await owner.query(`ALTER TABLE ${t} NO FORCE ROW LEVEL SECURITY`);
       for (const search of Object.keys(ways) as Search[]) {
@@ -221,6 +388,7 @@ async function measure(db: TestDatabase, owner: Client): Promise<Figures> {
     }
   } finally {
     await prisma.close();
+    await beforePrisma.close();
     await ownerPrisma.$disconnect();
   }
   return figures;
@@ -250,14 +418,14 @@ function print(figures: Figures): void {
   const p50 = (s: number[] | undefined) => (s ? percentile(s, 50) : NaN);
   console.log('p50 / p99 in ms (samples); ratios of p50');
   console.log(
-    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'functions'.padEnd(24)}${'rls (before)'.padEnd(24)}${'plain (owner)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
+    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'after'.padEnd(24)}${'before'.padEnd(24)}${'plain (owner, no RLS)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
   );
   for (const [search, byQuery] of Object.entries(figures)) {
     for (const [query, f] of Object.entries(byQuery)) {
       const cell = (s: number[] | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.length ?? 0})`;
       console.log(
-        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.functions).padEnd(24)}${cell(f.rls).padEnd(24)}${cell(f.plain).padEnd(24)}` +
-          `${(p50(f.rls) / p50(f.functions)).toFixed(1).padEnd(14)}${(p50(f.functions) / p50(f.plain)).toFixed(2)}`,
+        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.after).padEnd(24)}${cell(f.before).padEnd(24)}${cell(f.plain).padEnd(24)}` +
+          `${(p50(f.before) / p50(f.after)).toFixed(1).padEnd(14)}${(p50(f.after) / p50(f.plain)).toFixed(2)}`,
       );
     }
   }
