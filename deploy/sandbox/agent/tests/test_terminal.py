@@ -262,9 +262,16 @@ class WaitingTests(TerminalTestCase):
         before = set(os.listdir("/proc/self/fd"))
         seen = {}
 
+        def spawned():
+            # A call is registered before its shell starts: wait until it has either way of
+            # being waited for, a pidfd or a waitpid thread.
+            calls = list(terminal_module._calls.values())
+            waiters = {t.name for t in threading.enumerate()}
+            return calls and all(c.pidfd is not None or "runbox-wait-%s" % c.job_id in waiters for c in calls)
+
         def watch():
             # While the call runs: no waitpid thread, and one more descriptor (its pidfd).
-            wait_until(lambda: terminal_module._calls, timeout=5)
+            wait_until(spawned, timeout=5)
             seen["waiters"] = [t.name for t in threading.enumerate() if t.name.startswith("runbox-wait-")]
             seen["pidfds"] = [c.pidfd for c in terminal_module._calls.values()]
 
