@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
 import { lockRun } from './run-tx';
 import { isTerminal, RunStatus } from './run-status';
-import { RUN_COLUMNS, runFromSql, RunSqlRow, RunView } from './runs.repository';
+import { RUN_COLUMNS, RunSqlRow, RunView, toRun } from './runs.repository';
 import { WorkerHolds } from './worker-share';
 
 export type ClaimOutcome =
@@ -34,7 +34,7 @@ export class RunLeasesRepository {
                recoveries = recoveries + ${recovered ? 1 : 0}
          WHERE id = ${runId} AND tenant_id = ${tenantId}
         RETURNING ${RUN_COLUMNS}`;
-      return { kind: 'claimed' as const, run: runFromSql(row), recovered, recoveries: row.recoveries };
+      return { kind: 'claimed' as const, run: toRun(row), recovered, recoveries: row.recoveries };
     });
   }
 

@@ -148,7 +148,7 @@ export class RunsRepository {
 
   async find(tenantId: string, id: string): Promise<RunView | null> {
     const [row] = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<RunSqlRow[]>`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
-    return row ? runFromSql(row) : null;
+    return row ? toRun(row) : null;
   }
 
   async listForSession(tenantId: string, sessionId: string | undefined, limit: number, parentRunId?: string): Promise<RunView[]> {
@@ -360,56 +360,21 @@ function earlierActiveRunsSql(tenantId: string, run: RunView): Prisma.Sql {
        AND (status <> 'queued' OR created_at < ${createdAt}::timestamptz OR (created_at = ${createdAt}::timestamptz AND id < ${run.id}))`;
 }
 
-/** A run's row as raw SQL returns it (`RETURNING ${RUN_COLUMNS}`). */
-export interface RunSqlRow {
-  id: string;
-  tenant_id: string;
-  session_id: string;
-  parent_run_id: string | null;
-  parent_call_id: string | null;
-  depth: number;
-  status: string;
-  input: string;
-  options: Prisma.JsonValue;
-  option_sources: Prisma.JsonValue;
-  output: string | null;
-  error: string | null;
-  usage: Prisma.JsonValue;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
-  request_id: string | null;
-  recoveries: number;
-}
+/** The columns a run view is made from, as raw SQL returns them (`RETURNING ${RUN_COLUMNS}`). */
+export type RunSqlRow = Pick<
+  RunRow,
+  | 'id' | 'tenantId' | 'sessionId' | 'parentRunId' | 'parentCallId' | 'depth' | 'status' | 'input' | 'options' | 'optionSources'
+  | 'output' | 'error' | 'usage' | 'createdAt' | 'startedAt' | 'completedAt' | 'requestId' | 'recoveries'
+>;
 
-/** The columns RunSqlRow holds. */
+/** RunSqlRow's columns, named as Prisma names them, so `toRun` reads raw rows as it reads the ORM's. */
 export const RUN_COLUMNS = Prisma.raw(
-  'id, tenant_id, session_id, parent_run_id, parent_call_id, depth, status, input, options, option_sources, output, error, usage, created_at, started_at, completed_at, request_id, recoveries',
+  'id, tenant_id AS "tenantId", session_id AS "sessionId", parent_run_id AS "parentRunId", parent_call_id AS "parentCallId", depth, status, input, options, ' +
+    'option_sources AS "optionSources", output, error, usage, created_at AS "createdAt", started_at AS "startedAt", completed_at AS "completedAt", ' +
+    'request_id AS "requestId", recoveries',
 );
 
-export function runFromSql(row: RunSqlRow): RunView {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    sessionId: row.session_id,
-    parentRunId: row.parent_run_id,
-    parentCallId: row.parent_call_id,
-    depth: row.depth,
-    status: row.status as RunStatus,
-    input: row.input,
-    options: row.options as RunOptions,
-    optionSources: (row.option_sources as OptionSources | null) ?? null,
-    output: row.output,
-    error: row.error,
-    usage: (row.usage as Record<string, unknown> | null) ?? null,
-    createdAt: row.created_at,
-    startedAt: row.started_at,
-    completedAt: row.completed_at,
-    requestId: row.request_id,
-  };
-}
-
-export function toRun(row: RunRow): RunView {
+export function toRun(row: RunSqlRow): RunView {
   return {
     id: row.id,
     tenantId: row.tenantId,
