@@ -25,7 +25,7 @@
  * SEARCH_BENCH_KEEP=1 it is kept, and a later run with the same key measures it without
  * loading. Otherwise it is dropped at the end. Load time and sizes are printed.
  */
-import { TEST_ROLES, urlWithRole } from '@app/testing';
+import { ADMIN_URL, TEST_ROLES, urlWithRole, withAdmin } from '@app/testing';
 import { PrismaService, Tx } from '@app/persistence';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
@@ -113,24 +113,13 @@ async function main(): Promise<void> {
   } finally {
     await owner.end();
     if (keep) console.log(`kept ${db.name}; drop it with DROP DATABASE ${db.name}`);
-    else await admin((c) => c.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`));
+    else await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${db.name} WITH (FORCE)`));
   }
 }
 
 // --- data -------------------------------------------------------------------------------
 
-const ADMIN_URL = process.env.RUNBOX_TEST_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
 const TEMPLATE = process.env.RUNBOX_TEST_TEMPLATE_DB ?? 'runbox_bench_template';
-
-async function admin<T>(work: (c: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * The database named by the data parameters and the migration set: reused when a run with
@@ -144,16 +133,16 @@ async function benchDatabase(): Promise<{ db: BenchDatabase; loaded: boolean }> 
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const db = { name, ownerUrl: url.toString(), url: urlWithRole(url.toString(), TEST_ROLES.system), appUrl: urlWithRole(url.toString(), TEST_ROLES.app) };
-  const exists = await admin(async (c) => (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name])).rowCount === 1);
+  const exists = await withAdmin(async (c) => (await c.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [name])).rowCount === 1);
   if (exists) {
     // A kept database is complete: it is marked only after loading finished.
     const done = new Client({ connectionString: db.ownerUrl });
     await done.connect();
     const marked = await done.query(`SELECT 1 FROM pg_class WHERE relname = 'search_bench_loaded'`).finally(() => done.end());
     if (marked.rowCount === 1) return { db, loaded: true };
-    await admin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
+    await withAdmin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
   }
-  await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`));
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`));
   return { db, loaded: false };
 }
 

@@ -23,7 +23,8 @@ export const TEST_ROLES = {
   system: { user: 'runbox_system', password: 'runbox_system' },
 };
 
-const ADMIN_URL = process.env.RUNBOX_TEST_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
+/** The server's maintenance database, as the role that creates and drops test databases. */
+export const ADMIN_URL = process.env.RUNBOX_TEST_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
 const TEMPLATE = process.env.RUNBOX_TEST_TEMPLATE_DB ?? 'runbox_test_template';
 
 export async function createTestDatabase(): Promise<TestDatabase> {
@@ -43,7 +44,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-async function withAdmin<T>(work: (c: Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a connection to the maintenance database (creating and dropping databases). */
+export async function withAdmin<T>(work: (c: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: ADMIN_URL });
   await client.connect();
   try {
