@@ -52,6 +52,8 @@ const LIMIT = 10;
 const POOL_TEXTS = Number(process.env.SEARCH_BENCH_POOL_TEXTS ?? 100_000);
 const LOAD_CONNECTIONS = Number(process.env.SEARCH_BENCH_LOAD_CONNECTIONS ?? 2);
 const KEEP = process.env.SEARCH_BENCH_KEEP === '1';
+/** Which ways to time (comma-separated); re-measuring a kept database without `before` skips its index build. */
+const WAYS = (process.env.SEARCH_BENCH_WAYS ?? 'after,before,plain').split(',').filter((w): w is Way => ['after', 'before', 'plain'].includes(w));
 const BENCH_TENANT = 'ten_searchbench';
 const BENCH_SESSION = 'ses_searchbench';
 /** session_search leaves out the searching run's own messages: a run of none of them here. */
@@ -74,7 +76,12 @@ const QUERIES: Array<{ name: string; text: string }> = [
 
 type Search = 'memory' | 'session_search' | 'rag_search';
 type Way = 'after' | 'before' | 'plain';
-type Figures = Record<Search, Record<string, Partial<Record<Way, number[]>>>>;
+/** A figure's first call (untimed in p50/p99: the pages as earlier figures left them), then the timed calls. */
+interface Sampled {
+  first: number;
+  times: number[];
+}
+type Figures = Record<Search, Record<string, Partial<Record<Way, Sampled>>>>;
 
 interface BenchDatabase {
   name: string;
@@ -102,7 +109,7 @@ async function main(): Promise<void> {
     if (!loaded) await loadData(db);
     else console.log(`measuring the kept database ${db.name} (SEARCH_BENCH_KEEP=1 loaded it before)\n`);
     complete = true;
-    await installBefore(owner);
+    if (WAYS.includes('before')) await installBefore(owner);
     console.log(`measuring (load average ${load()})`);
     const figures = await measure(db, owner);
     print(figures);
@@ -364,7 +371,7 @@ async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
     },
   };
   try {
-    for (const way of ['after', 'before', 'plain'] as const) {
+    for (const way of WAYS) {
       // The plain alternative: the owner, row-level security not forced, so no policy applies.
       if (way === 'plain') for (const t of TABLES) await owner.query(`ALTER TABLE ${t} NO FORCE ROW LEVEL SECURITY`);
       for (const search of Object.keys(ways) as Search[]) {
@@ -388,32 +395,32 @@ async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
  * calls take long: at least three, and no more once SAMPLE_BUDGET_MS is spent. A call that
  * alone takes a quarter of the budget (a scan of a million rows) is timed once, cold.
  */
-async function sample(work: () => Promise<unknown>): Promise<number[]> {
+async function sample(work: () => Promise<unknown>): Promise<Sampled> {
   const time = async () => {
     const t = process.hrtime.bigint();
     await work();
     return Number(process.hrtime.bigint() - t) / 1e6;
   };
   const first = await time();
-  if (first > SAMPLE_BUDGET_MS / 4) return [first];
-  const out: number[] = [];
+  if (first > SAMPLE_BUDGET_MS / 4) return { first, times: [first] };
+  const times: number[] = [];
   const deadline = Date.now() + SAMPLE_BUDGET_MS;
-  while (out.length < SAMPLES && (out.length < 3 || Date.now() < deadline)) out.push(await time());
-  return out;
+  while (times.length < SAMPLES && (times.length < 3 || Date.now() < deadline)) times.push(await time());
+  return { first, times };
 }
 
 function print(figures: Figures): void {
-  const ms = (s: number[] | undefined, p: number) => (s ? percentile(s, p).toFixed(1) : '-');
-  const p50 = (s: number[] | undefined) => (s ? percentile(s, 50) : NaN);
-  console.log('p50 / p99 in ms (samples); ratios of p50');
+  const ms = (s: Sampled | undefined, p: number) => (s ? percentile(s.times, p).toFixed(1) : '-');
+  const p50 = (s: Sampled | undefined) => (s ? percentile(s.times, 50) : NaN);
+  console.log('p50 / p99 in ms (samples), after the first call of each figure; ratios of p50');
   console.log(
-    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'after'.padEnd(24)}${'before'.padEnd(24)}${'plain (owner, no RLS)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
+    `${'search'.padEnd(15)}${'query'.padEnd(17)}${'after: 1st call'.padEnd(17)}${'after'.padEnd(24)}${'before'.padEnd(24)}${'plain (owner, no RLS)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
   );
   for (const [search, byQuery] of Object.entries(figures)) {
     for (const [query, f] of Object.entries(byQuery)) {
-      const cell = (s: number[] | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.length ?? 0})`;
+      const cell = (s: Sampled | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.times.length ?? 0})`;
       console.log(
-        `${search.padEnd(15)}${query.padEnd(17)}${cell(f.after).padEnd(24)}${cell(f.before).padEnd(24)}${cell(f.plain).padEnd(24)}` +
+        `${search.padEnd(15)}${query.padEnd(17)}${(f.after?.first.toFixed(1) ?? '-').padEnd(17)}${cell(f.after).padEnd(24)}${cell(f.before).padEnd(24)}${cell(f.plain).padEnd(24)}` +
           `${(p50(f.before) / p50(f.after)).toFixed(1).padEnd(14)}${(p50(f.after) / p50(f.plain)).toFixed(2)}`,
       );
     }
