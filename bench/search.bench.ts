@@ -23,7 +23,9 @@
  * with a large maintenance_work_mem, SEARCH_BENCH_LOAD_CONNECTIONS (2) steps at a time.
  * The loaded database is named by a hash of the data parameters and the migrations; with
  * SEARCH_BENCH_KEEP=1 it is kept, and a later run with the same key measures it without
- * loading. Otherwise it is dropped at the end. Load time and sizes are printed.
+ * loading (SEARCH_BENCH_DB=name measures a kept database whatever the key). Otherwise it is
+ * dropped at the end. Load time and sizes are printed. SEARCH_BENCH_WAYS (default
+ * after,before,plain) picks the ways timed; without `before` its index is not built.
  */
 import { ADMIN_URL, TEST_ROLES, urlWithRole, withAdmin } from '@app/testing';
 import { PrismaService, Tx } from '@app/persistence';
@@ -51,7 +53,12 @@ const SAMPLE_BUDGET_MS = 20_000;
 const LIMIT = 10;
 const POOL_TEXTS = Number(process.env.SEARCH_BENCH_POOL_TEXTS ?? 100_000);
 const LOAD_CONNECTIONS = Number(process.env.SEARCH_BENCH_LOAD_CONNECTIONS ?? 2);
-const KEEP = process.env.SEARCH_BENCH_KEEP === '1';
+/**
+ * A kept database to measure as it is, by name: its key stops matching once a migration is
+ * added, and reloading takes a quarter of an hour or more. Never loaded into, never dropped.
+ */
+const NAMED = process.env.SEARCH_BENCH_DB;
+const KEEP = process.env.SEARCH_BENCH_KEEP === '1' || NAMED !== undefined;
 /** Which ways to time (comma-separated); re-measuring a kept database without `before` skips its index build. */
 const WAYS = (process.env.SEARCH_BENCH_WAYS ?? 'after,before,plain').split(',').filter((w): w is Way => ['after', 'before', 'plain'].includes(w));
 const BENCH_TENANT = 'ten_searchbench';
@@ -136,7 +143,8 @@ async function benchDatabase(): Promise<{ db: BenchDatabase; loaded: boolean }> 
   const migrations = readdirSync(join(__dirname, '../prisma/migrations')).filter((m) => /^\d/.test(m)).sort();
   // Names are enough: an applied migration is never edited, a change is a new one.
   const key = createHash('sha256').update(JSON.stringify({ TENANT_ROWS, OTHER_ROWS, OTHER_TENANTS, POOL_TEXTS, DATA_VERSION, migrations })).digest('hex').slice(0, 12);
-  const name = `runbox_searchbench_${key}`;
+  const name = NAMED ?? `runbox_searchbench_${key}`;
+  if (!/^runbox_searchbench_[0-9a-f]{12}$/.test(name)) throw new Error(`SEARCH_BENCH_DB: ${name} is not a search bench database name`);
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   const db = { name, ownerUrl: url.toString(), url: urlWithRole(url.toString(), TEST_ROLES.system), appUrl: urlWithRole(url.toString(), TEST_ROLES.app) };
@@ -147,8 +155,10 @@ async function benchDatabase(): Promise<{ db: BenchDatabase; loaded: boolean }> 
     await done.connect();
     const marked = await done.query(`SELECT 1 FROM pg_class WHERE relname = 'search_bench_loaded'`).finally(() => done.end());
     if (marked.rowCount === 1) return { db, loaded: true };
+    if (NAMED) throw new Error(`SEARCH_BENCH_DB: ${name} was not loaded completely`);
     await withAdmin((c) => c.query(`DROP DATABASE ${name} WITH (FORCE)`));
   }
+  if (NAMED) throw new Error(`SEARCH_BENCH_DB: no database ${name}`);
   await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE}`));
   return { db, loaded: false };
 }
