@@ -3,8 +3,10 @@ import { Client } from 'pg';
 
 const T = 'ten_candidates';
 const SESSION = 'ses_candidates';
-/** The search functions rank the newest this many matches (…_search_candidates migration). */
-const CANDIDATES = 500;
+/** The search functions rank the newest this many matches (…_search_candidates_200 migration). */
+const CANDIDATES = 200;
+/** Inside the set, halfway down it. */
+const MIDDLE = `${CANDIDATES / 2 + 0.5} seconds`;
 const NEWER = CANDIDATES + 100;
 
 /**
@@ -32,7 +34,7 @@ describe('search functions rank a bounded set of candidates', () => {
     );
     await sql(
       `INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, created_at) VALUES
-         ('msg_best', $1, $2, 'run_earlier', 'user', 'kumquat kumquat kumquat, said recently', now() - interval '250.5 seconds'),
+         ('msg_best', $1, $2, 'run_earlier', 'user', 'kumquat kumquat kumquat, said recently', now() - interval '${MIDDLE}'),
          ('msg_older', $1, $2, 'run_earlier', 'user', 'kumquat kumquat kumquat kumquat, said long ago', now() - interval '1 day')`,
       [T, SESSION],
     );
@@ -45,7 +47,7 @@ describe('search functions rank a bounded set of candidates', () => {
     );
     await sql(
       `INSERT INTO memories (id, tenant_id, content, created_at) VALUES
-         ('mem_best', $1, 'apple apple apple, noted recently', now() - interval '250.5 seconds'),
+         ('mem_best', $1, 'apple apple apple, noted recently', now() - interval '${MIDDLE}'),
          ('mem_older', $1, 'apple apple apple apple, noted long ago', now() - interval '1 day'),
          ('mem_both_words', $1, 'apple and banana, noted long ago', now() - interval '2 days')`,
       [T],
