@@ -5,6 +5,10 @@
  *   read_file 4 KB      POST /v1/sessions/{id}/tools/read_file of a 4 KB file
  *   16 sessions         16 clients, one session each, calling terminal `true` back to back
  *                       for a fixed time: tool calls per second, and each call's p50/p99
+ *   CPU ms per call     over both 16-session phases, the CPU each process on the path spent,
+ *                       divided by the calls completed (support/cpu-per-call.ts): unlike the
+ *                       latencies it hardly moves with the load of a shared machine, and its
+ *                       total says how many calls per second an idle host could serve
  *
  * The baseline of each is the channel floor, measured in the same run on the same
  * containers: the same op sent straight into the sandbox agent over a channel of the
@@ -23,6 +27,17 @@ import { Client } from 'pg';
 import { AgentChannel } from '../apps/executor/src/sandbox/agent-channel';
 import { AGENT_COMMAND, AGENT_USER } from '../apps/executor/src/sandbox/sandbox-policy';
 import { BenchStack, BenchTenant } from './support/bench-stack';
+import {
+  BENCH_CLIENT,
+  containersSeconds,
+  CpuSource,
+  findProcesses,
+  measureCpu,
+  ownSeconds,
+  processesSeconds,
+  processSeconds,
+  reportCpu,
+} from './support/cpu-per-call';
 import { percentile, timeIt } from './support/stats';
 
 const ROOT = join(__dirname, '..');
@@ -50,7 +65,9 @@ async function main(): Promise<void> {
     const tenant = await stack.createTenant('bench', { max_sessions: 100, max_sandboxes: 100 });
     const sessions: string[] = [];
     for (let i = 0; i < PARALLEL_SESSIONS; i++) sessions.push(await newSession(stack, tenant));
-    for (const session of sessions) channels.push(await openChannel(await containerOf(stack, session)));
+    const containers: Docker.Container[] = [];
+    for (const session of sessions) containers.push(await containerOf(stack, session));
+    for (const container of containers) channels.push(await openChannel(container));
     const [first] = sessions;
     const content = 'x'.repeat(63) + '\n';
     await expectOk(toolCall(stack, tenant, first, 'write_file', { path: FILE, content: content.repeat(64) }));
@@ -67,12 +84,24 @@ async function main(): Promise<void> {
     figures.push({ name: 'read_file 4 KB', ...(await interleaved(readHttp, readFloor)), target: 'p50 ≤ 3 ms' });
     report(figures);
 
-    const http = await parallel((i) => expectOk(toolCall(stack, tenant, sessions[i], 'terminal', { command: 'true' })));
-    const floor = await parallel((i) => expectChannelOk(channels[i].call('terminal', { command: 'true' }, 30_000)));
+    const sources = cpuSources(stack, containers.map((c) => c.id));
+    let http = { perSecond: 0, samples: [] as number[] };
+    let floor = { perSecond: 0, samples: [] as number[] };
+    const cpu = [
+      await measureCpu('through the API', false, sources, async () => {
+        http = await parallel((i) => expectOk(toolCall(stack, tenant, sessions[i], 'terminal', { command: 'true' })));
+        return http.samples.length;
+      }),
+      await measureCpu('channel floor', true, sources, async () => {
+        floor = await parallel((i) => expectChannelOk(channels[i].call('terminal', { command: 'true' }, 30_000)));
+        return floor.samples.length;
+      }),
+    ];
     console.log(`\n${PARALLEL_SESSIONS} sessions in parallel, terminal \`true\`, ${PARALLEL_SECONDS} s each way`);
     console.log(`  through the API    ${http.perSecond.toFixed(0)} calls/s  (p50 ${ms(percentile(http.samples, 50))}, p99 ${ms(percentile(http.samples, 99))})  target ≥ 600 calls/s`);
     console.log(`  channel floor      ${floor.perSecond.toFixed(0)} calls/s  (p50 ${ms(percentile(floor.samples, 50))}, p99 ${ms(percentile(floor.samples, 99))})`);
-    console.log(`  API / floor        ${(http.perSecond / floor.perSecond).toFixed(2)}`);
+    console.log(`  API / floor        ${(http.perSecond / floor.perSecond).toFixed(2)}  (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+    reportCpu(sources, cpu);
   } finally {
     for (const channel of channels) channel.close('bench done');
     await stack.stop();
@@ -134,6 +163,27 @@ async function expectOk(pending: ReturnType<typeof toolCall>): Promise<void> {
 async function expectChannelOk(pending: ReturnType<AgentChannel['call']>): Promise<void> {
   const result = await pending;
   if (result.is_error) throw new Error(`channel call failed: ${result.output.slice(0, 300)}`);
+}
+
+/**
+ * Every process a call passes through: the gateway, the executor, this bench's NATS server,
+ * the sessions' containers (agent and commands, by cgroup) and their containerd shims, and
+ * Docker's daemons, which relay the channel's bytes and serve the whole host.
+ */
+function cpuSources(stack: BenchStack, containerIds: string[]): CpuSource[] {
+  const nats = findProcesses((args, ppid) => ppid === process.pid && args[0].endsWith('nats-server'));
+  const shims = findProcesses((args) => args[0].includes('containerd-shim') && containerIds.some((id) => args.includes(id)));
+  const daemon = (name: string) => findProcesses((args) => args[0].endsWith(`/${name}`) || args[0] === name);
+  return [
+    { name: 'gateway', seconds: () => processSeconds(stack.gatewayPid) },
+    { name: 'executor', seconds: () => processSeconds(stack.executorPid) },
+    { name: 'nats-server', seconds: processesSeconds(nats) },
+    { name: `sandbox containers (${containerIds.length})`, seconds: containersSeconds(containerIds) },
+    { name: `containerd shims (${shims.length})`, seconds: processesSeconds(shims) },
+    { name: 'dockerd', shared: true, seconds: processesSeconds(daemon('dockerd')) },
+    { name: 'containerd', shared: true, seconds: processesSeconds(daemon('containerd')) },
+    { name: BENCH_CLIENT, seconds: ownSeconds },
+  ];
 }
 
 /** The session's container, from its sandbox row: one from the warm pool carries no session label. */
