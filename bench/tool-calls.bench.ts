@@ -38,6 +38,7 @@ import {
   processSeconds,
   reportCpu,
 } from './support/cpu-per-call';
+import { KeepAliveClient } from './support/keep-alive-client';
 import { percentile, timeIt } from './support/stats';
 
 const ROOT = join(__dirname, '..');
@@ -60,26 +61,28 @@ async function main(): Promise<void> {
   const image = process.env.RUNBOX_SANDBOX_IMAGE ?? execFileSync(join(ROOT, 'deploy/sandbox/build.sh'), { encoding: 'utf8' }).trim();
   const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image });
   const channels: AgentChannel[] = [];
+  let client: KeepAliveClient | undefined;
   try {
     await stack.start();
     const tenant = await stack.createTenant('bench', { max_sessions: 100, max_sandboxes: 100 });
+    const api = (client = new KeepAliveClient(stack.url, tenant.apiKey));
     const sessions: string[] = [];
-    for (let i = 0; i < PARALLEL_SESSIONS; i++) sessions.push(await newSession(stack, tenant));
+    for (let i = 0; i < PARALLEL_SESSIONS; i++) sessions.push(await newSession(stack, tenant, api));
     const containers: Docker.Container[] = [];
     for (const session of sessions) containers.push(await containerOf(stack, session));
     for (const container of containers) channels.push(await openChannel(container));
     const [first] = sessions;
     const content = 'x'.repeat(63) + '\n';
-    await expectOk(toolCall(stack, tenant, first, 'write_file', { path: FILE, content: content.repeat(64) }));
+    await expectOk(toolCall(api, first, 'write_file', { path: FILE, content: content.repeat(64) }));
 
     const load = loadavg().map((l) => l.toFixed(1)).join(' ');
     console.log(`runbox tool-call bench (image ${image}; ${new Date().toISOString()}; ${cpus().length} CPUs, load average ${load})\n`);
 
     const figures: Figure[] = [];
-    const terminalHttp = () => expectOk(toolCall(stack, tenant, first, 'terminal', { command: 'true' }));
+    const terminalHttp = () => expectOk(toolCall(api, first, 'terminal', { command: 'true' }));
     const terminalFloor = () => expectChannelOk(channels[0].call('terminal', { command: 'true' }, 30_000));
     figures.push({ name: 'terminal `true`', ...(await interleaved(terminalHttp, terminalFloor)), target: 'p50 ≤ 4 ms' });
-    const readHttp = () => expectOk(toolCall(stack, tenant, first, 'read_file', { path: FILE }));
+    const readHttp = () => expectOk(toolCall(api, first, 'read_file', { path: FILE }));
     const readFloor = () => expectChannelOk(channels[0].call('read_file', { path: FILE, max_output_chars: 30_000 }, 30_000));
     figures.push({ name: 'read_file 4 KB', ...(await interleaved(readHttp, readFloor)), target: 'p50 ≤ 3 ms' });
     report(figures);
@@ -89,7 +92,7 @@ async function main(): Promise<void> {
     let floor = { perSecond: 0, samples: [] as number[] };
     const cpu = [
       await measureCpu('through the API', false, sources, async () => {
-        http = await parallel((i) => expectOk(toolCall(stack, tenant, sessions[i], 'terminal', { command: 'true' })));
+        http = await parallel((i) => expectOk(toolCall(api, sessions[i], 'terminal', { command: 'true' })));
         return http.samples.length;
       }),
       await measureCpu('channel floor', true, sources, async () => {
@@ -104,6 +107,7 @@ async function main(): Promise<void> {
     reportCpu(sources, cpu);
   } finally {
     for (const channel of channels) channel.close('bench done');
+    client?.close();
     await stack.stop();
   }
 }
@@ -143,21 +147,21 @@ async function parallel(call: (i: number) => Promise<unknown>): Promise<{ perSec
   return { perSecond: samples.length / ((performance.now() - started) / 1000), samples };
 }
 
-async function newSession(stack: BenchStack, tenant: BenchTenant): Promise<string> {
+async function newSession(stack: BenchStack, tenant: BenchTenant, api: KeepAliveClient): Promise<string> {
   const res = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
   if (res.status !== 201) throw new Error(`POST /v1/sessions answered ${res.status}: ${res.text}`);
   const id = res.body.id as string;
-  await expectOk(toolCall(stack, tenant, id, 'terminal', { command: 'true' }));
+  await expectOk(toolCall(api, id, 'terminal', { command: 'true' }));
   return id;
 }
 
-function toolCall(stack: BenchStack, tenant: BenchTenant, session: string, tool: string, args: Record<string, unknown>) {
-  return stack.request('POST', `/v1/sessions/${session}/tools/${tool}`, { key: tenant.apiKey, body: { arguments: args } });
+function toolCall(api: KeepAliveClient, session: string, tool: string, args: Record<string, unknown>) {
+  return api.post(`/v1/sessions/${session}/tools/${tool}`, { arguments: args });
 }
 
 async function expectOk(pending: ReturnType<typeof toolCall>): Promise<void> {
   const res = await pending;
-  if (res.status !== 200 || res.body?.is_error) throw new Error(`tool call failed: ${res.status} ${res.text.slice(0, 300)}`);
+  if (res.status !== 200 || (JSON.parse(res.text) as { is_error?: boolean }).is_error) throw new Error(`tool call failed: ${res.status} ${res.text.slice(0, 300)}`);
 }
 
 async function expectChannelOk(pending: ReturnType<AgentChannel['call']>): Promise<void> {
