@@ -6,9 +6,10 @@
  *   16 sessions         16 clients, one session each, calling terminal `true` back to back
  *                       for a fixed time: tool calls per second, and each call's p50/p99
  *   CPU ms per call     over both 16-session phases, the CPU each process on the path spent,
- *                       divided by the calls completed (support/cpu-per-call.ts): unlike the
- *                       latencies it hardly moves with the load of a shared machine, and its
- *                       total says how many calls per second an idle host could serve
+ *                       less what it spends idle, divided by the calls completed
+ *                       (support/cpu-per-call.ts): it moves far less than the latencies
+ *                       with the load of a shared machine, and its total says how many
+ *                       calls per second an idle host could serve
  *
  * The baseline of each is the channel floor, measured in the same run on the same
  * containers: the same op sent straight into the sandbox agent over a channel of the
@@ -33,6 +34,7 @@ import {
   CpuSource,
   findProcesses,
   measureCpu,
+  measureIdleCpu,
   ownSeconds,
   processesSeconds,
   processSeconds,
@@ -47,6 +49,8 @@ const WARMUP = 30;
 const PARALLEL_SESSIONS = 16;
 const PARALLEL_SECONDS = Number(process.env.BENCH_PARALLEL_SECONDS ?? 10);
 const FILE = 'bench-4k.txt';
+/** How long each process's CPU is measured with no calls, to be subtracted from the phases. */
+const IDLE_SECONDS = 3;
 
 const docker = new Docker();
 
@@ -88,6 +92,7 @@ async function main(): Promise<void> {
     report(figures);
 
     const sources = cpuSources(stack, containers.map((c) => c.id));
+    const idle = await measureIdleCpu(sources, IDLE_SECONDS);
     let http = { perSecond: 0, samples: [] as number[] };
     let floor = { perSecond: 0, samples: [] as number[] };
     const cpu = [
@@ -104,7 +109,7 @@ async function main(): Promise<void> {
     console.log(`  through the API    ${http.perSecond.toFixed(0)} calls/s  (p50 ${ms(percentile(http.samples, 50))}, p99 ${ms(percentile(http.samples, 99))})  target ≥ 600 calls/s`);
     console.log(`  channel floor      ${floor.perSecond.toFixed(0)} calls/s  (p50 ${ms(percentile(floor.samples, 50))}, p99 ${ms(percentile(floor.samples, 99))})`);
     console.log(`  API / floor        ${(http.perSecond / floor.perSecond).toFixed(2)}  (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
-    reportCpu(sources, cpu);
+    reportCpu(sources, idle, cpu);
   } finally {
     for (const channel of channels) channel.close('bench done');
     client?.close();

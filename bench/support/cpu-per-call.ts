@@ -98,6 +98,8 @@ export function ownSeconds(): number {
 export interface CpuPhase {
   label: string;
   calls: number;
+  /** Wall seconds the phase took. */
+  seconds: number;
   /** The bench's own process is the call's channel end (the floor), not just its caller. */
   clientOnPath: boolean;
   /** Seconds used per source during the phase, in source order (undefined: unreadable). */
@@ -107,25 +109,41 @@ export interface CpuPhase {
 /** Reads every source around `work`, which returns the number of calls it completed. */
 export async function measureCpu(label: string, clientOnPath: boolean, sources: CpuSource[], work: () => Promise<number>): Promise<CpuPhase> {
   const before = sources.map((s) => s.seconds());
+  const started = performance.now();
   const calls = await work();
+  const seconds = (performance.now() - started) / 1000;
   const after = sources.map((s) => s.seconds());
   const used = sources.map((_, i) => {
     const a = after[i];
     const b = before[i];
     return a === undefined || b === undefined ? undefined : a - b;
   });
-  return { label, calls, clientOnPath, used };
+  return { label, calls, seconds, clientOnPath, used };
 }
 
 /**
- * One column per phase, one row per source, in CPU ms per call; a total of the sources
+ * What each source spends with no calls at all (timers, heartbeats, the rest of the host for
+ * the shared daemons), over `seconds`: subtracted from the phases, at its rate per second,
+ * so a slow phase (few calls on a loaded machine) does not charge that to its calls.
+ */
+export function measureIdleCpu(sources: CpuSource[], seconds: number): Promise<CpuPhase> {
+  return measureCpu('idle', false, sources, async () => {
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    return 0;
+  });
+}
+
+/**
+ * One column per phase, one row per source, in CPU ms per call net of the source's idle
+ * rate (measured by measureIdleCpu); a total of the sources
  * that are the call's own, one with the shared daemons added, and the calls per second
  * those totals allow on this host's cores when nothing else runs.
  */
-export function reportCpu(sources: CpuSource[], phases: CpuPhase[]): void {
+export function reportCpu(sources: CpuSource[], idle: CpuPhase, phases: CpuPhase[]): void {
   const perCall = (phase: CpuPhase, i: number) => {
     const used = phase.used[i];
-    return used === undefined ? undefined : (used * 1000) / phase.calls;
+    const idleUsed = sources[i].name === BENCH_CLIENT ? 0 : (idle.used[i] ?? 0);
+    return used === undefined ? undefined : (Math.max(0, used - (idleUsed / idle.seconds) * phase.seconds) * 1000) / phase.calls;
   };
   const fmt = (value: number | undefined) => (value === undefined ? 'n/a' : value.toFixed(3));
   const total = (phase: CpuPhase, withShared: boolean) =>
@@ -137,11 +155,13 @@ export function reportCpu(sources: CpuSource[], phases: CpuPhase[]): void {
   rows.push(['total with shared daemons', ...all.map(fmt)]);
   const cores = cpus().length;
   rows.push([`→ calls/s on ${cores} idle cores`, ...all.map((t) => (t > 0 ? ((cores * 1000) / t).toFixed(0) : 'n/a'))]);
+  const idleRates = sources.map((s, i) => `${s.name} ${(((idle.used[i] ?? 0) / idle.seconds) * 1000).toFixed(0)}`).slice(0, -1);
   const header = ['CPU ms per call', ...phases.map((p) => p.label)];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}`);
   console.log(`(calls: ${phases.map((p) => `${p.label} ${p.calls}`).join(', ')}; the bench client counts in a total only where it is the`);
   console.log(' channel end (the floor), not where it is the HTTP caller; the');
-  console.log(' shared daemons serve the whole host, so their rows hold whatever else ran meanwhile)');
+  console.log(' shared daemons serve the whole host, so their rows hold whatever else ran meanwhile.');
+  console.log(` Net of each one's idle CPU, in ms per second: ${idleRates.join(', ')})`);
 }
