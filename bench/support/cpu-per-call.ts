@@ -135,14 +135,16 @@ export function measureIdleCpu(sources: CpuSource[], seconds: number): Promise<C
 
 /**
  * One column per phase, one row per source, in CPU ms per call net of the source's idle
- * rate (measured by measureIdleCpu); a total of the sources
+ * rate (measured by measureIdleCpu; the shared daemons' rows are not); a total of the sources
  * that are the call's own, one with the shared daemons added, and the calls per second
  * those totals allow on this host's cores when nothing else runs.
  */
 export function reportCpu(sources: CpuSource[], idle: CpuPhase, phases: CpuPhase[]): void {
   const perCall = (phase: CpuPhase, i: number) => {
     const used = phase.used[i];
-    const idleUsed = sources[i].name === BENCH_CLIENT ? 0 : (idle.used[i] ?? 0);
+    // A shared daemon's idle rate is the rest of the host's, which comes and goes: its row
+    // stays the upper bound it is rather than a difference of two unrelated figures.
+    const idleUsed = sources[i].name === BENCH_CLIENT || sources[i].shared ? 0 : (idle.used[i] ?? 0);
     return used === undefined ? undefined : (Math.max(0, used - (idleUsed / idle.seconds) * phase.seconds) * 1000) / phase.calls;
   };
   const fmt = (value: number | undefined) => (value === undefined ? 'n/a' : value.toFixed(3));
@@ -155,13 +157,13 @@ export function reportCpu(sources: CpuSource[], idle: CpuPhase, phases: CpuPhase
   rows.push(['total with shared daemons', ...all.map(fmt)]);
   const cores = cpus().length;
   rows.push([`→ calls/s on ${cores} idle cores`, ...all.map((t) => (t > 0 ? ((cores * 1000) / t).toFixed(0) : 'n/a'))]);
-  const idleRates = sources.map((s, i) => `${s.name} ${(((idle.used[i] ?? 0) / idle.seconds) * 1000).toFixed(0)}`).slice(0, -1);
+  const idleRates = sources.filter((s) => !s.shared && s.name !== BENCH_CLIENT).map((s) => `${s.name} ${(((idle.used[sources.indexOf(s)] ?? 0) / idle.seconds) * 1000).toFixed(0)}`);
   const header = ['CPU ms per call', ...phases.map((p) => p.label)];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(`${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}`);
   console.log(`(calls: ${phases.map((p) => `${p.label} ${p.calls}`).join(', ')}; the bench client counts in a total only where it is the`);
   console.log(' channel end (the floor), not where it is the HTTP caller; the');
-  console.log(' shared daemons serve the whole host, so their rows hold whatever else ran meanwhile.');
-  console.log(` Net of each one's idle CPU, in ms per second: ${idleRates.join(', ')})`);
+  console.log(' shared daemons serve the whole host, so their rows hold whatever else ran meanwhile. The');
+  console.log(` others are net of what each spends idle, in ms per second: ${idleRates.join(', ')})`);
 }
