@@ -47,6 +47,9 @@ const NO_RESPONDERS_PATIENCE_MS = 2_000;
  */
 export class ExecutorLostError extends Error {}
 
+/** Why a call's watchers are stopped: it has its answer (or its error). */
+const CALL_SETTLED = 'the call settled';
+
 /** Replies with which an executor refuses a new session; the next executor is tried. */
 const REFUSALS = new Set(['executor_full', 'executor_draining']);
 
@@ -182,7 +185,9 @@ export class ExecutorClient extends NatsContractClient {
       }
       throw err;
     } finally {
-      stopWatching.abort();
+      // With a reason of its own: without one, abort() makes a DOMException, stack and all,
+      // on every call for a reason nobody reads.
+      stopWatching.abort(CALL_SETTLED);
     }
   }
 

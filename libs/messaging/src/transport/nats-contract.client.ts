@@ -1,6 +1,5 @@
 import { ClientProxy, ReadPacket, WritePacket } from '@nestjs/microservices';
 import { EventContract, RequestContract } from '@app/contracts';
-import { lastValueFrom } from 'rxjs';
 import { NatsClient } from '../nats-client';
 
 /** A request's pattern: its contract, the wait for a reply, and the subject when it is not the contract's own (a pinned responder's). */
@@ -23,9 +22,14 @@ export class NatsContractClient extends ClientProxy {
     super();
   }
 
-  /** The reply, as its contract parsed it; NatsTimeoutError when nobody answered. */
+  /**
+   * The reply, as its contract parsed it; NatsTimeoutError when nobody answered. Straight to
+   * the adapter rather than through Nest's `send`, whose observables (a deferred connect, a
+   * merge, the subscription) cost every tool call more than a contract check does; `send`
+   * still works, for callers that want an observable.
+   */
   request<Req, Rep, ReqInput>(call: ContractCall<Req, Rep, ReqInput>, payload: ReqInput): Promise<Rep> {
-    return lastValueFrom(this.send<Rep, ReqInput>(call, payload));
+    return this.nats.request(call.contract, payload, { timeoutMs: call.timeoutMs, subject: call.subject });
   }
 
   /** Fire and forget, at once: a message that breaks its contract throws here, to the caller. */
