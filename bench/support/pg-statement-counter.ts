@@ -5,12 +5,15 @@
  * statement outside one), and the most connections in a transaction at the same moment.
  * On SIGUSR2 the process writes `{ seq, statements, transactions, peakInTransaction }` to
  * the file named by RUNBOX_BENCH_STATEMENTS_FILE (the peak since the previous signal), so
- * the bench reads the counts before and after a phase. Nothing of this is in the services.
+ * the bench reads the counts before and after a phase. With RUNBOX_BENCH_STATEMENTS_LOG
+ * set it also appends each statement's first line to that file (to see what a run sends).
+ * Nothing of this is in the services.
  */
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { Client } from 'pg';
 
 const file = process.env.RUNBOX_BENCH_STATEMENTS_FILE;
+const log = process.env.RUNBOX_BENCH_STATEMENTS_LOG;
 if (file) {
   let statements = 0;
   let transactions = 0;
@@ -23,6 +26,7 @@ if (file) {
     const text = (typeof first === 'string' ? first : (first as { text?: unknown } | undefined)?.text) ?? '';
     const verb = typeof text === 'string' ? /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() : undefined;
     statements++;
+    if (log) appendFileSync(log, `${process.pid} ${String(text).replace(/\s+/g, ' ').slice(0, 160)}\n`);
     if (verb === 'BEGIN' || verb === 'START') {
       transactions++;
       inTransaction.add(this);
