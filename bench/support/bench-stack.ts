@@ -131,7 +131,7 @@ export class BenchStack {
     const pid = service === 'executor' ? this.executorPid : this.gatewayPid;
     const file = this.countsFile(service);
     const previous = readCounts(file)?.seq ?? 0;
-    process.kill(pid, 'SIGUSR2');
+    process.kill(pid, 'SIGWINCH');
     for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
       const counts = readCounts(file);
       if (counts && counts.seq > previous) return counts;

@@ -3,9 +3,10 @@
  * Postgres (every `query` of a pg client, BEGIN and COMMIT included, whichever pool or
  * Prisma adapter sent it) and the transactions they make (an explicit BEGIN, or a
  * statement outside one), and the most connections in a transaction at the same moment.
- * On SIGUSR2 the process writes `{ seq, statements, transactions, peakInTransaction }` to
- * the file named by RUNBOX_BENCH_STATEMENTS_FILE (the peak since the previous signal), so
- * the bench reads the counts before and after a phase. With RUNBOX_BENCH_STATEMENTS_LOG
+ * On SIGWINCH (ignored by default, and not one of the signals Nest's shutdown hooks stop
+ * on) the process writes `{ seq, statements, transactions, peakInTransaction }` to the file
+ * named by RUNBOX_BENCH_STATEMENTS_FILE (the peak since the previous signal), so the bench
+ * reads the counts before and after a phase. With RUNBOX_BENCH_STATEMENTS_LOG
  * set it also appends each statement's first line to that file (to see what a run sends).
  * Nothing of this is in the services.
  */
@@ -38,7 +39,7 @@ if (file) {
     }
     return query.apply(this, args);
   } as typeof Client.prototype.query;
-  process.on('SIGUSR2', () => {
+  process.on('SIGWINCH', () => {
     writeFileSync(file, JSON.stringify({ seq: ++seq, statements, transactions, peakInTransaction }));
     peakInTransaction = inTransaction.size;
   });
