@@ -178,7 +178,7 @@ export class BenchStack {
     return url.toString();
   }
 
-  private async waitUntilReady(timeoutMs = 90_000): Promise<void> {
+  private async waitUntilReady(timeoutMs = 240_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const exited = this.processes.find((p) => p.exitCode !== null);
