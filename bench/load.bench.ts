@@ -7,7 +7,10 @@
  *                     (the in-run baseline)
  *   32 runs at once   32 runs started together, each on a new session, each making two
  *                     terminal calls (scripted model): created → all completed, default
- *                     settings and pool off; then again 30 s later
+ *                     settings and pool off; then again 30 s later; and where each burst's
+ *                     time went: POST answered, queued, tool calls (the first one binds the
+ *                     session's sandbox), and the rest of the run (model calls and Runbox's
+ *                     own work between them), p50 and max over the 32 runs
  *   load at N         N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then
  *                     RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
  *                     (default 10) each sending a mix of terminal, read_file, write_file and
@@ -24,6 +27,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
 import { BenchStack, BenchTenant } from './support/bench-stack';
 import { percentile } from './support/stats';
 
@@ -108,11 +112,13 @@ async function firstCall(stack: BenchStack, tenant: BenchTenant): Promise<{ firs
 async function runBurst(stack: BenchStack, tenant: BenchTenant): Promise<number> {
   const started = performance.now();
   let retried = 0;
+  const postMs: number[] = [];
   const runs = await Promise.all(
     Array.from({ length: BURST_RUNS }, async (_, i) => {
       // A 503 says "try again shortly", and a client does: part of the time it takes.
       for (let attempt = 0; ; attempt++) {
         const res = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input: `burst ${i}`, toolset: 'coding' } });
+        postMs.push(performance.now() - started);
         if (res.status === 202) return res.body.id as string;
         if (res.status !== 503 || attempt >= 20) throw new Error(`starting a run failed: ${res.status} ${res.text}`);
         retried++;
@@ -123,10 +129,39 @@ async function runBurst(stack: BenchStack, tenant: BenchTenant): Promise<number>
   const failed = (await Promise.all(runs.map((id) => waitForRun(stack, tenant, id)))).filter((status) => status !== 'completed');
   const elapsed = performance.now() - started;
   if (failed.length > 0 || retried > 0) process.stdout.write(`  burst: ${failed.length} of ${BURST_RUNS} runs did not complete; ${retried} starts answered 503 and were retried\n`);
+  await printBurstParts(stack, runs, postMs, elapsed);
   // Sessions deleted between bursts, so the second one starts from live-sandbox count 0 too.
   const sessions = await Promise.all(runs.map(async (id) => (await stack.request('GET', `/v1/runs/${id}`, { key: tenant.apiKey })).body.session_id as string));
   await Promise.all(sessions.map((id) => stack.request('DELETE', `/v1/sessions/${id}`, { key: tenant.apiKey })));
   return elapsed;
+}
+
+/** Where a burst's time went, from the runs' and their tool calls' own timestamps (no API shows the calls' times). */
+async function printBurstParts(stack: BenchStack, runIds: string[], postMs: number[], elapsed: number): Promise<void> {
+  const client = new Client({ connectionString: stack.systemDatabaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ queued: number; running: number; tools: number; first_tool: number | null }>(
+      `SELECT extract(epoch FROM r.started_at - r.created_at) * 1000 AS queued,
+              extract(epoch FROM r.completed_at - r.started_at) * 1000 AS running,
+              coalesce((SELECT sum(extract(epoch FROM t.completed_at - t.started_at)) FROM tool_calls t WHERE t.run_id = r.id), 0) * 1000 AS tools,
+              (SELECT extract(epoch FROM t.completed_at - t.started_at) * 1000 FROM tool_calls t WHERE t.run_id = r.id ORDER BY t.started_at LIMIT 1) AS first_tool
+         FROM runs r WHERE r.id = ANY($1::text[]) AND r.completed_at IS NOT NULL`,
+      [runIds],
+    );
+    const figure = (name: string, values: number[]) =>
+      `${name} p50 ${ms(percentile(values, 50))}, max ${ms(Math.max(...values))}`;
+    const parts = [
+      figure('POST answered', postMs),
+      figure('queued', rows.map((r) => Number(r.queued))),
+      figure('first tool call', rows.map((r) => Number(r.first_tool ?? 0))),
+      figure('tool calls', rows.map((r) => Number(r.tools))),
+      figure('rest of the run', rows.map((r) => Number(r.running) - Number(r.tools))),
+    ];
+    process.stdout.write(`  burst of ${BURST_RUNS}, all done in ${ms(elapsed)}: ${parts.join('; ')}\n`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Its final status; a failure is printed and counted, not thrown: it is part of the figure. */

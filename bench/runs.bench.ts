@@ -9,6 +9,11 @@
  *   overhead            created_at → completed_at less one bare model call (what Runbox
  *                       adds around the model: queue, claim, history, events, completion)
  *   POST → completed    what the client sees, from sending the POST to the run.completed event
+ *   POST answered       the creation: quota check, the run's row, its queue message
+ *
+ * For each phase it also prints what a run costs in figures the machine's load does not
+ * change (bench/support/run-costs.ts): Postgres statements and transactions, NATS
+ * messages, and CPU time per process. On a shared machine they say more than wall time.
  *
  * The baseline is the bare model call: the same chat-completion request sent straight to
  * the scripted model from here, in the same run. Its own stack (fresh database, private
@@ -21,6 +26,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { readRunEvents } from '../test/support/sse';
 import { BenchStack, BenchTenant } from './support/bench-stack';
+import { RunCostMeter } from './support/run-costs';
 import { percentile, timeIt } from './support/stats';
 
 const ROOT = join(__dirname, '..');
@@ -31,6 +37,7 @@ const BARE_CALLS = 200;
 const WARMUP = 10;
 
 interface RunSample {
+  createMs: number;
   queuedMs: number;
   createdToCompletedMs: number;
   clientMs: number;
@@ -40,7 +47,8 @@ async function main(): Promise<void> {
   const image = process.env.RUNBOX_SANDBOX_IMAGE ?? execFileSync(join(ROOT, 'deploy/sandbox/build.sh'), { encoding: 'utf8' }).trim();
   const model = new ScriptedModelServer();
   const modelUrl = await model.start();
-  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1' });
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1' }, { countCosts: true });
+  const costs = new RunCostMeter(stack);
   // Every request is answered at once with a final message, however many there are.
   const answer = () => ({ content: 'done' });
   model.route(() => true, ...Array.from({ length: 10 * (WARMUP + SEQUENTIAL + CONCURRENT * CONCURRENT_ROUNDS + BARE_CALLS) }, () => answer));
@@ -56,17 +64,25 @@ async function main(): Promise<void> {
     const bareP50 = percentile(bare, 50);
     console.log(`bare model call (the baseline): p50 ${ms(bareP50)}, p99 ${ms(percentile(bare, 99))}\n`);
 
+    const beforeSequential = await costs.snapshot();
     let started = performance.now();
     const sequential: RunSample[] = [];
     for (let i = 0; i < SEQUENTIAL; i++) sequential.push(await oneRun(stack, tenant, `one ${i}`));
-    report('1 at a time', sequential, SEQUENTIAL / ((performance.now() - started) / 1000), bareP50);
+    const sequentialPerSecond = SEQUENTIAL / ((performance.now() - started) / 1000);
+    const afterSequential = await costs.snapshot();
+    report('1 at a time', sequential, sequentialPerSecond, bareP50);
+    for (const line of RunCostMeter.report(beforeSequential, afterSequential, SEQUENTIAL)) console.log(line);
+    console.log();
 
     started = performance.now();
     const concurrent: RunSample[] = [];
     for (let round = 0; round < CONCURRENT_ROUNDS; round++) {
       concurrent.push(...(await Promise.all(Array.from({ length: CONCURRENT }, (_, i) => oneRun(stack, tenant, `many ${round} ${i}`)))));
     }
-    report(`${CONCURRENT} at once`, concurrent, concurrent.length / ((performance.now() - started) / 1000), bareP50);
+    const concurrentPerSecond = concurrent.length / ((performance.now() - started) / 1000);
+    const afterConcurrent = await costs.snapshot();
+    report(`${CONCURRENT} at once`, concurrent, concurrentPerSecond, bareP50);
+    for (const line of RunCostMeter.report(afterSequential, afterConcurrent, concurrent.length)) console.log(line);
     console.log('\ntargets (1 at a time): overhead p50 ≤ 15 ms, queued p50 ≤ 3 ms');
   } finally {
     await stack.stop();
@@ -78,6 +94,7 @@ async function main(): Promise<void> {
 async function oneRun(stack: BenchStack, tenant: BenchTenant, input: string): Promise<RunSample> {
   const t0 = performance.now();
   const res = await stack.request('POST', '/v1/runs', { key: tenant.apiKey, body: { input } });
+  const createMs = performance.now() - t0;
   if (res.status !== 202) throw new Error(`POST /v1/runs answered ${res.status}: ${res.text}`);
   const id = res.body.id as string;
   const events = await readRunEvents(stack.url, tenant.apiKey, id, { timeoutMs: 60_000 });
@@ -86,7 +103,7 @@ async function oneRun(stack: BenchStack, tenant: BenchTenant, input: string): Pr
   if (last?.event !== 'run.completed') throw new Error(`run ${id} ended with ${last?.event}: ${JSON.stringify(last?.data)}`);
   const run = (await stack.request('GET', `/v1/runs/${id}`, { key: tenant.apiKey })).body;
   const created = Date.parse(run.created_at);
-  return { queuedMs: Date.parse(run.started_at) - created, createdToCompletedMs: Date.parse(run.completed_at) - created, clientMs };
+  return { createMs, queuedMs: Date.parse(run.started_at) - created, createdToCompletedMs: Date.parse(run.completed_at) - created, clientMs };
 }
 
 /** The request a run's first model call makes, sent straight to the scripted model. */
@@ -109,6 +126,7 @@ function report(label: string, samples: RunSample[], perSecond: number, bareP50:
   console.log(line('overhead', overhead));
   console.log(line('created→completed', pick((s) => s.createdToCompletedMs)));
   console.log(line('POST → completed', pick((s) => s.clientMs)));
+  console.log(line('POST answered', pick((s) => s.createMs)));
   console.log(`  overhead / bare model call (p50): ${(percentile(overhead, 50) / bareP50).toFixed(1)}\n`);
 }
 

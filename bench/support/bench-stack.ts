@@ -1,12 +1,21 @@
 import { freePort, startNats, stopProcess, TEST_ROLES, TestNats, urlWithRole } from '@app/testing';
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { removeExecutorResources } from '../../test/support/test-stack';
 
 const ROOT = join(__dirname, '..', '..');
 const ADMIN_DATABASE_URL = process.env.RUNBOX_BENCH_ADMIN_DATABASE_URL ?? 'postgresql://runbox:runbox@127.0.0.1:5432/postgres';
+
+export interface BenchStackOptions {
+  /** Count each service's Postgres statements and serve NATS's message counts (bench/support/run-costs.ts). */
+  countCosts?: boolean;
+}
+
+type Service = 'executor' | 'gateway';
 
 export interface BenchTenant {
   tenantId: string;
@@ -22,17 +31,25 @@ export interface BenchTenant {
 export class BenchStack {
   readonly adminToken = `admin-${randomBytes(12).toString('hex')}`;
   readonly executorId = `bench-${randomBytes(5).toString('hex')}`;
+  /** A role that may create databases and read every backend's statistics. */
+  readonly adminDatabaseUrl = ADMIN_DATABASE_URL;
   url = '';
   private nats?: TestNats;
   private database?: string;
   /** The bench's own database, as the deployment-wide role (for reads no API offers). */
   systemDatabaseUrl = '';
   private readonly processes: ChildProcess[] = [];
+  /** Where each service writes its statement counts, when counting. */
+  private countsDir?: string;
 
-  constructor(private readonly env: Record<string, string>) {}
+  constructor(
+    private readonly env: Record<string, string>,
+    private readonly options: BenchStackOptions = {},
+  ) {}
 
   async start(): Promise<this> {
-    this.nats = await startNats();
+    this.nats = await startNats({ monitor: this.options.countCosts });
+    if (this.options.countCosts) this.countsDir = mkdtempSync(join(tmpdir(), 'runbox-bench-counts-'));
     const databaseUrl = await this.createDatabase();
     this.systemDatabaseUrl = urlWithRole(databaseUrl, TEST_ROLES.system);
     const port = await freePort();
@@ -50,8 +67,8 @@ export class BenchStack {
       RUNBOX_LOG_LEVEL: 'error',
       ...this.env,
     };
-    this.spawn('apps/executor/src/main.ts', env);
-    this.spawn('apps/gateway/src/main.ts', env);
+    this.spawn('executor', env);
+    this.spawn('gateway', env);
     await this.waitUntilReady();
     return this;
   }
@@ -94,18 +111,54 @@ export class BenchStack {
     return pid;
   }
 
+  /** The bench's database (for Postgres's own counts of it). */
+  get databaseName(): string {
+    if (!this.database) throw new Error('the bench stack has no database yet');
+    return this.database;
+  }
+
+  get natsPid(): number | undefined {
+    return this.nats?.pid;
+  }
+
+  get natsMonitorUrl(): string {
+    if (!this.nats?.monitorUrl) throw new Error('the bench stack was not started with countCosts');
+    return this.nats.monitorUrl;
+  }
+
+  /** The statements and transactions a service has sent to Postgres so far (needs countCosts). */
+  async statementCounts(service: Service): Promise<{ statements: number; transactions: number; peakInTransaction: number }> {
+    const pid = service === 'executor' ? this.executorPid : this.gatewayPid;
+    const file = this.countsFile(service);
+    const previous = readCounts(file)?.seq ?? 0;
+    process.kill(pid, 'SIGWINCH');
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      const counts = readCounts(file);
+      if (counts && counts.seq > previous) return counts;
+    }
+    throw new Error(`the ${service} did not write its statement counts`);
+  }
+
   /** Safe after a partial start. */
   async stop(): Promise<void> {
     await Promise.all(this.processes.map((p) => stopProcess(p)));
     await removeExecutorResources(this.executorId);
     await this.nats?.stop();
+    if (this.countsDir) rmSync(this.countsDir, { recursive: true, force: true });
     if (this.database) await admin(`DROP DATABASE IF EXISTS ${this.database} WITH (FORCE)`);
   }
 
-  private spawn(entry: string, env: NodeJS.ProcessEnv): void {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register', join(ROOT, entry)], {
+  private countsFile(service: Service): string {
+    if (!this.countsDir) throw new Error('the bench stack was not started with countCosts');
+    return join(this.countsDir, `${service}.json`);
+  }
+
+  private spawn(service: Service, env: NodeJS.ProcessEnv): void {
+    const preload = ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register'];
+    if (this.countsDir) preload.push('-r', join(ROOT, 'bench/support/pg-statement-counter.ts'));
+    const child = spawn(process.execPath, [...preload, join(ROOT, `apps/${service}/src/main.ts`)], {
       cwd: ROOT,
-      env,
+      env: this.countsDir ? { ...env, RUNBOX_BENCH_STATEMENTS_FILE: this.countsFile(service) } : env,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     this.processes.push(child);
@@ -125,7 +178,7 @@ export class BenchStack {
     return url.toString();
   }
 
-  private async waitUntilReady(timeoutMs = 90_000): Promise<void> {
+  private async waitUntilReady(timeoutMs = 240_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const exited = this.processes.find((p) => p.exitCode !== null);
@@ -135,6 +188,15 @@ export class BenchStack {
       if (Date.now() > deadline) throw new Error(`the gateway was not ready after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+}
+
+/** The counts a service wrote last; undefined before the first, or while one is being written. */
+function readCounts(file: string): { seq: number; statements: number; transactions: number; peakInTransaction: number } | undefined {
+  try {
+    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { seq: number; statements: number; transactions: number; peakInTransaction: number }) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,5 +1,5 @@
 import { BeforeApplicationShutdown, Inject, Module, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { ConfigModule, configSecrets, databasePoolSizes, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { ContractExceptionFilter, NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
@@ -54,7 +54,7 @@ const EXECUTOR_ID = Symbol('EXECUTOR_ID');
     {
       provide: PrismaService,
       inject: [RUNBOX_CONFIG],
-      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }),
+      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }, databasePoolSizes(c, 'executor')),
     },
     {
       provide: NATS_CLIENT,

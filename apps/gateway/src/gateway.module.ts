@@ -1,5 +1,5 @@
 import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
-import { ConfigModule, configSecrets, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
+import { ConfigModule, configSecrets, databasePoolSizes, RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { createLogger, LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { PrismaService } from '@app/persistence';
@@ -42,7 +42,7 @@ import { WebModule } from './web/web.module';
     {
       provide: PrismaService,
       inject: [RUNBOX_CONFIG],
-      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }),
+      useFactory: (c: RunboxConfig) => PrismaService.forService({ url: c.DATABASE_URL, systemUrl: c.SYSTEM_DATABASE_URL }, databasePoolSizes(c, 'gateway')),
     },
     {
       provide: NATS_CLIENT,

@@ -52,6 +52,13 @@ export const configSchema = z.object({
   /** Deployment-wide work (key lookup, admin, sweeps across tenants): role runbox_system. */
   SYSTEM_DATABASE_URL: z.string().url().default('postgresql://runbox_system:runbox_system@127.0.0.1:5432/runbox'),
   /**
+   * Connections a process keeps at most for tenant work. Unset, a gateway sizes it from its
+   * run workers and an executor keeps 10 (databasePoolSizes).
+   */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).optional(),
+  /** Connections a process keeps at most for deployment-wide work. */
+  DATABASE_SYSTEM_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(4),
+  /**
    * One NATS server, or a comma-separated list of a cluster's servers: the client connects to
    * any of them and reconnects across them when one goes away.
    */

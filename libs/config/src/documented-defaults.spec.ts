@@ -14,6 +14,7 @@ const TABLES = ['README.md', 'docs/sandbox.md'];
 /** Documented defaults the schema leaves unset because something after it decides them. */
 const DECIDED_ELSEWHERE: Record<string, string> = {
   MIGRATION_DATABASE_URL: 'read only by ./runbox, to migrate as the schema owner',
+  DATABASE_POOL_SIZE: "sized from the gateway's run workers (databasePoolSizes)",
   RUNBOX_EXECUTOR_ID: 'the executor names itself after its host',
   RUNBOX_EMBEDDINGS_BASE_URL: "the embeddings provider falls back to the chat model's URL",
   RUNBOX_EMBEDDINGS_API_KEY: "the embeddings provider falls back to the chat model's key",

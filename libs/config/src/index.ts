@@ -1,3 +1,4 @@
 export * from './config.schema';
 export * from './load-config';
+export * from './database-pools';
 export * from './config.module';

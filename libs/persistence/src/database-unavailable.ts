@@ -4,7 +4,7 @@
  * adapter or Prisma itself.
  */
 const UNAVAILABLE_MESSAGE =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|Connection terminated|connection is closed|Can't reach database|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|terminating connection due to administrator command|server closed the connection unexpectedly|Client has encountered a connection error|timeout exceeded when trying to connect|too many clients|CONNECTION_CLOSED/i;
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|Connection terminated|connection is closed|Can't reach database|the database system is (starting up|shutting down|in recovery mode|not yet accepting connections)|terminating connection due to administrator command|server closed the connection unexpectedly|Client has encountered a connection error|timeout exceeded when trying to connect|^timeout expired$|too many clients|CONNECTION_CLOSED/i;
 
 /** Prisma's codes for an unreachable or timed-out database, and SQLSTATE classes 08 (connection) and 57P (shutdown). */
 const UNAVAILABLE_CODE = /^(P1001|P1002|P1008|P1017|P2024|08\d{3}|57P0[123]|53300)$/;

@@ -1,6 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from '@prisma/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Client, ClientConfig, PoolConfig } from 'pg';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -11,6 +12,15 @@ export interface DatabaseUrls {
   systemUrl?: string;
 }
 
+/** Connections each pool keeps at most (see docs/operations.md, "Connection pools"). */
+export interface PoolSizes {
+  tenant: number;
+  system: number;
+}
+
+/** What a process that runs no run workers (the executor, the command-line tools) keeps. */
+export const DEFAULT_POOL_SIZES: PoolSizes = { tenant: 10, system: 4 };
+
 /** The tenant transaction that work started by `tenant()` is running in. */
 interface TenantScope {
   tenantId: string;
@@ -20,7 +30,15 @@ interface TenantScope {
   chain: Promise<unknown>;
 }
 
-// Generous: a quota check holds a per-tenant lock, so a burst of one tenant's requests queues.
+/**
+ * A burst waits for a free connection up to this long; past it the work fails as "database
+ * unavailable" (a 503 the client may retry). A connection is held for a transaction's few
+ * milliseconds, so a 10 s wait means the database has fallen far behind, not a burst: the
+ * runs bench's 32 at once waits well under a second for one on 2 busy cores.
+ */
+const POOL_WAIT_MS = 10_000;
+// Generous: a quota check holds a per-tenant lock, so a burst of one tenant's requests
+// queues. Longer than the pool's wait, so that wait is what ends a transaction that cannot start.
 const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 30_000 };
 /**
  * A new connection that takes longer than this fails (pg waits for ever by default), so a
@@ -45,17 +63,15 @@ export class PrismaService {
   private readonly systemClient: PrismaClient;
   private readonly scopes = new AsyncLocalStorage<TenantScope>();
 
-  constructor(urls: DatabaseUrls | string) {
+  constructor(urls: DatabaseUrls | string, pools: PoolSizes = DEFAULT_POOL_SIZES) {
     const { url, systemUrl } = typeof urls === 'string' ? { url: urls, systemUrl: undefined } : urls;
-    this.client = new PrismaClient({ adapter: new PrismaPg({ connectionString: url, max: 10, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS }) });
-    this.systemClient = systemUrl
-      ? new PrismaClient({ adapter: new PrismaPg({ connectionString: systemUrl, max: 4, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS }) })
-      : this.client;
+    this.client = new PrismaClient({ adapter: new PrismaPg(poolConfig(url, pools.tenant)) });
+    this.systemClient = systemUrl ? new PrismaClient({ adapter: new PrismaPg(poolConfig(systemUrl, pools.system)) }) : this.client;
   }
 
   /** The services' connection: refuses to start on a tenant role that could bypass isolation. */
-  static async forService(urls: DatabaseUrls): Promise<PrismaService> {
-    const db = new PrismaService(urls);
+  static async forService(urls: DatabaseUrls, pools?: PoolSizes): Promise<PrismaService> {
+    const db = new PrismaService(urls, pools);
     try {
       await db.assertTenantRoleIsIsolated();
     } catch (err) {
@@ -159,4 +175,19 @@ export class PrismaService {
     scope.chain = step.catch(() => undefined);
     return step;
   }
+}
+
+/**
+ * pg applies one `connectionTimeoutMillis` to two waits: for a free connection of a full
+ * pool, and for a new connection to open. The pool gets the longer wait; each connection
+ * it opens keeps the short one, so a burst queues while a silent database host still fails fast.
+ */
+class PromptClient extends Client {
+  constructor(config?: string | ClientConfig) {
+    super({ ...(typeof config === 'string' ? { connectionString: config } : config), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  }
+}
+
+function poolConfig(connectionString: string, max: number): PoolConfig {
+  return { connectionString, max, connectionTimeoutMillis: POOL_WAIT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS, Client: PromptClient as unknown as PoolConfig['Client'] };
 }

@@ -20,6 +20,25 @@ describe('PrismaService', () => {
     queryDatabase<{ id: string }>(db.url, 'SELECT id FROM sessions WHERE tenant_id = $1 ORDER BY id', [tenantId]).then((rows) => rows.map((r) => r.id));
   const newSession = (tenantId: string, id: string) => prisma.tenant(tenantId, (tx) => tx.session.create({ data: { id, tenantId } }));
 
+  it('keeps work waiting for a connection of a full pool longer than a new connection may take to open', async () => {
+    const onePool = new PrismaService({ url: db.appUrl, systemUrl: db.url }, { tenant: 1, system: 1 });
+    try {
+      let entered!: () => void;
+      const holding = new Promise<void>((resolve) => (entered = resolve));
+      // The pool's only connection, held past the 5 s a new connection is given to open.
+      const holder = onePool.tenant('ten_aaaaaaaaaa', async (tx) => {
+        entered();
+        await tx.$executeRaw`SELECT pg_sleep(6)`;
+      });
+      await holding;
+      const waiter = onePool.tenant('ten_aaaaaaaaaa', (tx) => tx.$queryRaw<Array<{ one: number }>>`SELECT 1 AS one`);
+      await expect(waiter).resolves.toEqual([{ one: 1 }]);
+      await holder;
+    } finally {
+      await onePool.close();
+    }
+  }, 30_000);
+
   it('shows tenant work only its tenant’s rows, and system work every row', async () => {
     await newSession('ten_aaaaaaaaaa', 'ses_visible_to_a');
     await newSession('ten_bbbbbbbbbb', 'ses_visible_to_b');

@@ -10,12 +10,18 @@ import { join } from 'node:path';
  */
 export interface TestNats {
   url: string;
+  /** The server's process id (a bench reads its CPU time). */
+  pid?: number;
+  /** Its HTTP monitoring endpoint (`/varz`), when asked for with `monitor`. */
+  monitorUrl?: string;
   stop(): Promise<void>;
 }
 
 export interface TestNatsOptions {
   /** The server's max_payload in bytes (nats-server's default is 1 MiB). */
   maxPayload?: number;
+  /** Serve nats-server's monitoring endpoint on a loopback port (message counts for benches). */
+  monitor?: boolean;
 }
 
 export async function startNats(options: TestNatsOptions = {}): Promise<TestNats> {
@@ -27,10 +33,14 @@ export async function startNats(options: TestNatsOptions = {}): Promise<TestNats
     writeFileSync(join(dir, 'nats.conf'), `max_payload: ${options.maxPayload}\n`);
     args.push('-c', join(dir, 'nats.conf'));
   }
+  const monitorPort = options.monitor ? await freePort() : undefined;
+  if (monitorPort !== undefined) args.push('-m', String(monitorPort));
   const proc = spawn('nats-server', args, { stdio: 'ignore' });
   await waitForPort(port, proc);
   return {
     url: `nats://127.0.0.1:${port}`,
+    pid: proc.pid,
+    monitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
     stop: async () => {
       await stopProcess(proc);
       rmSync(dir, { recursive: true, force: true });

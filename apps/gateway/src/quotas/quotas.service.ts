@@ -17,14 +17,13 @@ export class QuotasService {
    * Runs `create` (which writes sessions and/or runs through the repositories) atomically
    * with the quota check: the counts are taken before and after it in one transaction under
    * the tenant's lock, so two requests racing for the last slot cannot both get it, and a
-   * refused request's rows are rolled back with everything else it wrote. Far from every
-   * limit, the count after is not needed (roomForOneMore) and is not taken.
+   * refused request's rows are rolled back with everything else it wrote. The limits and
+   * the count before are one statement; far from every limit, the count after is not
+   * needed (roomForOneMore) and is not taken.
    */
   admit<T>(tenantId: string, create: () => Promise<T>): Promise<T> {
-    return this.quotas.withQuotaLock(tenantId, async () => {
-      const limits = await this.quotas.limits(tenantId);
-      if (!hasCountedLimit(limits)) return create();
-      const before = await this.quotas.usage(tenantId);
+    return this.quotas.withQuotaLock(tenantId, async ({ limits, usage: before }) => {
+      if (!hasCountedLimit(limits) || !before) return create();
       const result = await create();
       if (roomForOneMore(limits, before)) return result;
       const exceeded = exceededLimit(limits, before, await this.quotas.usage(tenantId));

@@ -12,13 +12,14 @@ export class RunDefaultsRepository {
   constructor(private readonly db: PrismaService) {}
 
   async forRun(tenantId: string, apiKeyId: string | undefined): Promise<{ tenant: RunDefaults | null; apiKey: RunDefaults | null }> {
-    return this.db.system(async (tx) => {
-      const tenant = await tx.tenant.findUnique({ where: { id: tenantId }, select: { runDefaults: true } });
-      const key = apiKeyId
-        ? await tx.apiKey.findFirst({ where: { id: apiKeyId, tenantId }, select: { runDefaults: true } })
-        : null;
-      return { tenant: parseStoredRunDefaults(tenant?.runDefaults), apiKey: parseStoredRunDefaults(key?.runDefaults) };
-    });
+    // One raw statement: read for every new run, and an ORM statement costs a query compilation.
+    const [row] = await this.db.system((tx) =>
+      tx.$queryRaw<Array<{ tenant: unknown; api_key: unknown }>>`
+        SELECT t.run_defaults AS tenant,
+               (SELECT k.run_defaults FROM api_keys k WHERE k.id = ${apiKeyId ?? null}::text AND k.tenant_id = t.id) AS api_key
+          FROM tenants t WHERE t.id = ${tenantId}`,
+    );
+    return { tenant: parseStoredRunDefaults(row?.tenant), apiKey: parseStoredRunDefaults(row?.api_key) };
   }
 
   /** The tools the tenant's operator marked as needing approval in every run of the tenant. */

@@ -97,7 +97,7 @@ export class RunsRepository {
     }
     try {
       return await this.db.tenant(tenantId, async (tx): Promise<CreateOutcome> => {
-        let sessionId = input.sessionId;
+        const sessionId = input.sessionId;
         if (sessionId) {
           const session = await tx.$queryRaw<Array<{ id: string }>>`
             SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`;
@@ -110,35 +110,30 @@ export class RunsRepository {
             });
             if (active) return { kind: 'session_busy', activeRunId: active.id };
           }
-        } else {
-          // Raw SQL here and for the first event: the tenant's quota lock is held until the
-          // commit, and an ORM statement costs a query compilation in the gateway.
-          sessionId = newId('ses');
-          await tx.$executeRaw`
-            INSERT INTO sessions (id, tenant_id, metadata, created_at)
-            VALUES (${sessionId}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())`;
         }
-        const row = await tx.run.create({
-          data: {
-            id: newId('run'),
-            tenantId,
-            sessionId,
-            parentRunId: input.parentRunId ?? null,
-            status: 'queued',
-            input: input.input,
-            options: input.options as Prisma.InputJsonValue,
-            optionSources: input.optionSources ? (input.optionSources as Prisma.InputJsonValue) : Prisma.JsonNull,
-            idempotencyKey: input.idempotencyKey ?? null,
-            requestId: input.requestId ?? null,
-            dispatchedAt: new Date(),
-          },
-        });
-        await tx.$queryRaw(insertEventsSql(tenantId, row.id, [{ type: 'run.queued', data: { session_id: sessionId } }]));
+        // One statement: the new session (when none was named), the run and its first
+        // event. Raw SQL: the tenant's quota lock is held until the commit, and an ORM
+        // statement costs a query compilation in the gateway.
+        const runId = newId('run');
+        const newSession = sessionId ? undefined : newId('ses');
+        const [row] = await tx.$queryRaw<RunSqlRow[]>`
+          WITH ${newSession ? Prisma.sql`session AS (
+                 INSERT INTO sessions (id, tenant_id, metadata, created_at)
+                 VALUES (${newSession}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())),` : Prisma.empty}
+               run AS (
+                 INSERT INTO runs (id, tenant_id, session_id, parent_run_id, status, input, options, option_sources,
+                                   idempotency_key, request_id, created_at, dispatched_at)
+                 VALUES (${runId}, ${tenantId}, ${sessionId ?? newSession}, ${input.parentRunId ?? null}, 'queued', ${input.input},
+                         ${JSON.stringify(input.options)}::jsonb, ${input.optionSources ? JSON.stringify(input.optionSources) : null}::jsonb,
+                         ${input.idempotencyKey ?? null}, ${input.requestId ?? null}, clock_timestamp(), clock_timestamp())
+                 RETURNING ${RUN_COLUMNS}),
+               events AS (${insertEventsSql(tenantId, runId, [{ type: 'run.queued', data: { session_id: sessionId ?? newSession } }])})
+          SELECT * FROM run`;
         return { kind: 'created', run: toRun(row) };
       });
     } catch (err) {
       // Two requests with one key raced: the loser returns the winner's run.
-      if (input.idempotencyKey && err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
+      if (input.idempotencyKey && isUniqueViolation(err)) {
         const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
         if (existing) return { kind: 'existing', run: existing };
       }
@@ -373,6 +368,14 @@ export const RUN_COLUMNS = Prisma.raw(
     'option_sources AS "optionSources", output, error, usage, created_at AS "createdAt", started_at AS "startedAt", completed_at AS "completedAt", ' +
     'request_id AS "requestId", recoveries',
 );
+
+/** A unique index refused the row: P2002 from an ORM statement, P2010 naming the violation from raw SQL. */
+function isUniqueViolation(err: unknown): boolean {
+  if (!(err instanceof Prisma.PrismaClientKnownRequestError)) return false;
+  if (err.code === 'P2002') return true;
+  const adapterError = err.meta?.driverAdapterError as { cause?: { kind?: unknown } } | undefined;
+  return err.code === 'P2010' && adapterError?.cause?.kind === 'UniqueConstraintViolation';
+}
 
 export function toRun(row: RunSqlRow): RunView {
   return {
