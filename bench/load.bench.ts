@@ -14,13 +14,17 @@
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
  *                     sandbox (host used-memory delta / N while idle and after the load,
  *                     the container's cgroup, the anonymous memory of its processes and
- *                     of its containerd shim, the executor's RSS delta / N)
+ *                     of its containerd shim, the executor's RSS delta / N); how long
+ *                     growing took (RUNBOX_LOAD_GROW_PARALLEL sessions at once, default 8)
+ *                     and the engine's events per sandbox made meanwhile; CPU per idle
+ *                     sandbox per second and CPU per call, split into the sandboxes with
+ *                     their shims, the engine (dockerd, containerd), executor and gateway
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
  */
 import { ScriptedModelServer } from '@app/testing';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -189,10 +193,11 @@ async function loadFigures(): Promise<void> {
     const executorBefore = rssBytes(stack.executorPid);
     for (const wanted of LOAD_SESSIONS) {
       const growStarted = performance.now();
-      const [since, before] = [Date.now() / 1000, sessions.length];
+      const before = sessions.length;
+      const events = watchEngineEvents(stack.executorId);
       const n = await grow(stack, tenant, sessions, wanted);
       const growSeconds = (performance.now() - growStarted) / 1000;
-      const engineEvents = engineEventsPer(stack.executorId, since, Date.now() / 1000, Math.max(1, n - before));
+      const engineEvents = await events.stop(Math.max(1, n - before));
       await settleHost();
       // The pool grew while new sessions took its containers: its refill is not idle cost.
       await settledContainers(stack.executorId);
@@ -266,21 +271,31 @@ async function loadFigures(): Promise<void> {
 
 /**
  * The engine's events for this executor's containers (sandboxes, pool refills, disk helpers)
- * between two times, per sandbox made: each is one or more Docker API calls.
+ * from now until `stop`, per sandbox made: each is one or more Docker API calls. Watched
+ * live: the engine keeps only its last 256 events for a later `--since` query.
  */
-function engineEventsPer(executorId: string, since: number, until: number, made: number): Map<string, number> {
-  const out = execFileSync(
-    'docker',
-    ['events', '--since', since.toFixed(3), '--until', until.toFixed(3), '--filter', `label=runbox.executor=${executorId}`, '--format', '{{.Type}} {{.Action}}'],
-    { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 },
-  );
+function watchEngineEvents(executorId: string): { stop(made: number): Promise<Map<string, number>> } {
+  const watcher = spawn('docker', ['events', '--filter', `label=runbox.executor=${executorId}`, '--format', '{{.Type}} {{.Action}}'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const counts = new Map<string, number>();
-  for (const line of out.split('\n').filter(Boolean)) {
+  let rest = '';
+  watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
     // `exec_start: runbox_agent.py attach` and the like: the action without its command.
-    const event = line.split(':')[0];
-    counts.set(event, (counts.get(event) ?? 0) + 1);
-  }
-  return new Map([...counts].sort(([a], [b]) => a.localeCompare(b)).map(([event, count]) => [event, count / made]));
+    for (const line of lines.filter(Boolean)) counts.set(line.split(':')[0], (counts.get(line.split(':')[0]) ?? 0) + 1);
+  });
+  return {
+    async stop(made: number) {
+      // The last events of the growth reach the watcher a moment after the engine emits them.
+      await pause(1_000);
+      const exited = new Promise((resolve) => watcher.once('exit', resolve));
+      watcher.kill();
+      await exited;
+      return new Map([...counts].sort(([a], [b]) => a.localeCompare(b)).map(([event, count]) => [event, count / made]));
+    },
+  };
 }
 
 /**
