@@ -17,13 +17,17 @@
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
  *                     sandbox (host used-memory delta / N while idle and after the load,
  *                     the container's cgroup, the anonymous memory of its processes and
- *                     of its containerd shim, the executor's RSS delta / N)
+ *                     of its containerd shim, the executor's RSS delta / N); how long
+ *                     growing took (RUNBOX_LOAD_GROW_PARALLEL sessions at once, default 8)
+ *                     and the engine's events per sandbox made meanwhile; CPU per idle
+ *                     sandbox per second and CPU per call, split into the sandboxes with
+ *                     their shims, the engine (dockerd, containerd), executor and gateway
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
  */
 import { ScriptedModelServer } from '@app/testing';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -38,7 +42,9 @@ const LOAD_SESSIONS = (process.env.RUNBOX_LOAD_SESSIONS ?? '10,50,100').split(',
 const WORKERS = Number(process.env.RUNBOX_LOAD_WORKERS ?? 16);
 const LOAD_SECONDS = Number(process.env.RUNBOX_LOAD_SECONDS ?? 10);
 /** How many sessions get their sandbox at once while the bench grows to N. */
-const GROW_PARALLEL = 4;
+const GROW_PARALLEL = Number(process.env.RUNBOX_LOAD_GROW_PARALLEL ?? 8);
+/** The machine is shared: growing stops (and the figures say so) when less than this is available. */
+const MIN_AVAILABLE_BYTES = 4 * 2 ** 30;
 const image = process.env.RUNBOX_SANDBOX_IMAGE ?? 'runbox-sandbox:latest';
 
 async function main(): Promise<void> {
@@ -190,7 +196,22 @@ interface LoadFigure {
   shimAnonMb: number;
   /** CPU the idle sandboxes (their processes and shims) used, in % of one core. */
   idleCpuPercent: number;
+  /** CPU per idle sandbox per second, in ms: the sandboxes with their shims, the engine (dockerd, containerd), the executor. */
+  idleCpu: CpuSplit;
+  /** CPU per tool call of the mixed load, in ms, split the same way (the gateway too). */
+  cpuPerCall: CpuSplit;
   executorPerSandboxMb: number;
+  /** Seconds it took to make the sandboxes added for this N. */
+  growSeconds: number;
+  /** What the engine did per sandbox made while growing to this N, by event (`container create`, `exec_start`...). */
+  engineEvents: Map<string, number>;
+}
+
+interface CpuSplit {
+  sandboxes: number;
+  engine: number;
+  executor: number;
+  gateway: number;
 }
 
 /** N live sessions under a mixed load, for each N of RUNBOX_LOAD_SESSIONS. */
@@ -205,24 +226,40 @@ async function loadFigures(): Promise<void> {
     await settleHost();
     const hostBefore = hostUsedBytes();
     const executorBefore = rssBytes(stack.executorPid);
-    for (const n of LOAD_SESSIONS) {
-      await grow(stack, tenant, sessions, n);
+    for (const wanted of LOAD_SESSIONS) {
+      const growStarted = performance.now();
+      const before = sessions.length;
+      const events = watchEngineEvents(stack.executorId);
+      const n = await grow(stack, tenant, sessions, wanted);
+      const growSeconds = (performance.now() - growStarted) / 1000;
+      const engineEvents = await events.stop(Math.max(1, n - before));
       await settleHost();
+      // The pool grew while new sessions took its containers: its refill is not idle cost.
+      await settledContainers(stack.executorId);
       const hostIdlePerSandboxMb = mb((hostUsedBytes() - hostBefore) / n);
       const containers = sessionContainers(stack.executorId);
       const memory = containerMemory(containers);
-      const idleCpuPercent = await idleCpu(containers);
+      const idle = await idleCpu(containers, stack);
+      const cpuBefore = cpuSnapshot(sessionContainers(stack.executorId), stack);
       const load = await mixedLoad(stack, tenant, sessions);
+      const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(sessionContainers(stack.executorId), stack));
       figures.push({
         sessions: n,
         ...load,
         hostIdlePerSandboxMb,
-        idleCpuPercent,
+        idleCpuPercent: idle.percent,
+        idleCpu: idle.perSandbox,
+        cpuPerCall: divide(cpuUsed, Math.max(1, load.calls)),
         hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
         ...memory,
         executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
+        growSeconds,
+        engineEvents,
       });
-      process.stdout.write(`  N=${n}: ${load.calls} calls, ${load.errors} errors, p99 ${percentile(load.latencies, 99).toFixed(1)} ms\n`);
+      process.stdout.write(
+        `  N=${n}: grown in ${growSeconds.toFixed(1)} s, ${load.calls} calls, ${load.errors} errors, p99 ${percentile(load.latencies, 99).toFixed(1)} ms, load ${loadavg()[0].toFixed(1)}\n`,
+      );
+      if (n < wanted) break;
     }
   } finally {
     await stack.stop();
@@ -246,10 +283,61 @@ async function loadFigures(): Promise<void> {
       f.executorPerSandboxMb.toFixed(2),
     ]),
   );
+  printTable(
+    ['N', 'grown in', 'idle CPU ms/s per sandbox: sandbox+shim', 'engine', 'executor', 'CPU ms per call: sandboxes', 'engine', 'executor', 'gateway'],
+    figures.map((f) => [
+      String(f.sessions),
+      `${f.growSeconds.toFixed(1)} s`,
+      f.idleCpu.sandboxes.toFixed(3),
+      f.idleCpu.engine.toFixed(3),
+      f.idleCpu.executor.toFixed(3),
+      f.cpuPerCall.sandboxes.toFixed(2),
+      f.cpuPerCall.engine.toFixed(2),
+      f.cpuPerCall.executor.toFixed(2),
+      f.cpuPerCall.gateway.toFixed(2),
+    ]),
+  );
+  process.stdout.write('(engine: dockerd and containerd, shared with anything else on the machine)\n');
+  for (const f of figures) {
+    const events = [...f.engineEvents].map(([event, count]) => `${event} ${count.toFixed(1)}`).join(', ');
+    process.stdout.write(`engine events per sandbox made, growing to N=${f.sessions}: ${events}\n`);
+  }
 }
 
-/** Brings the live sessions up to `n`, each with its sandbox made and a 4 KB file in it. */
-async function grow(stack: BenchStack, tenant: BenchTenant, sessions: string[], n: number): Promise<void> {
+/**
+ * The engine's events for this executor's containers (sandboxes, pool refills, disk helpers)
+ * from now until `stop`, per sandbox made: each is one or more Docker API calls. Watched
+ * live: the engine keeps only its last 256 events for a later `--since` query.
+ */
+function watchEngineEvents(executorId: string): { stop(made: number): Promise<Map<string, number>> } {
+  const watcher = spawn('docker', ['events', '--filter', `label=runbox.executor=${executorId}`, '--format', '{{.Type}} {{.Action}}'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const counts = new Map<string, number>();
+  let rest = '';
+  watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
+    // `exec_start: runbox_agent.py attach` and the like: the action without its command.
+    for (const line of lines.filter(Boolean)) counts.set(line.split(':')[0], (counts.get(line.split(':')[0]) ?? 0) + 1);
+  });
+  return {
+    async stop(made: number) {
+      // The last events of the growth reach the watcher a moment after the engine emits them.
+      await pause(1_000);
+      const exited = new Promise((resolve) => watcher.once('exit', resolve));
+      watcher.kill();
+      await exited;
+      return new Map([...counts].sort(([a], [b]) => a.localeCompare(b)).map(([event, count]) => [event, count / made]));
+    },
+  };
+}
+
+/**
+ * Brings the live sessions up to `n`, each with its sandbox made and a 4 KB file in it,
+ * GROW_PARALLEL at a time; stops early when the host runs short of memory. Returns how many live.
+ */
+async function grow(stack: BenchStack, tenant: BenchTenant, sessions: string[], n: number): Promise<number> {
   const add = async () => {
     const session = await stack.request('POST', '/v1/sessions', { key: tenant.apiKey, body: {} });
     if (session.status !== 201) throw new Error(`creating a session failed: ${session.status} ${session.text}`);
@@ -257,8 +345,13 @@ async function grow(stack: BenchStack, tenant: BenchTenant, sessions: string[], 
     sessions.push(session.body.id);
   };
   while (sessions.length < n) {
+    if (availableBytes() < MIN_AVAILABLE_BYTES) {
+      process.stdout.write(`  stopped growing at ${sessions.length} sessions: less than ${mb(MIN_AVAILABLE_BYTES)} MiB available\n`);
+      break;
+    }
     await Promise.all(Array.from({ length: Math.min(GROW_PARALLEL, n - sessions.length) }, add));
   }
+  return sessions.length;
 }
 
 const MIX: Array<[string, (i: number) => Record<string, unknown>]> = [
@@ -330,20 +423,59 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'processA
   return { cgroupMb: mb(usage / n), processAnonMb: mb(procs / n), shimAnonMb: mb(shim / n) };
 }
 
-const IDLE_CPU_WINDOW_MS = 5_000;
+const IDLE_CPU_WINDOW_MS = 10_000;
 
 /**
  * CPU time the containers (every process in them) and their shims use over a few idle
  * seconds, in % of one core: what N sandboxes that do nothing take from the calls.
  */
-async function idleCpu(ids: string[]): Promise<number> {
-  const before = sandboxCpuMs(ids);
+async function idleCpu(ids: string[], stack: BenchStack): Promise<{ percent: number; perSandbox: CpuSplit }> {
+  const before = cpuSnapshot(ids, stack);
   await pause(IDLE_CPU_WINDOW_MS);
-  const after = sandboxCpuMs(ids);
-  let used = 0;
+  const used = cpuSince(before, cpuSnapshot(ids, stack));
+  return { percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100, perSandbox: divide(used, (ids.length * IDLE_CPU_WINDOW_MS) / 1000) };
+}
+
+interface CpuSnapshot {
+  sandboxes: Map<string, number>;
+  engine: number;
+  executor: number;
+  gateway: number;
+}
+
+/** CPU time so far, in ms: each sandbox with its shim, the engine's daemons, the executor, the gateway. */
+function cpuSnapshot(ids: string[], stack: BenchStack): CpuSnapshot {
+  const engine = ['dockerd', 'containerd'].flatMap(pidsNamed).reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  return { sandboxes: sandboxCpuMs(ids), engine, executor: processCpuMs(stack.executorPid), gateway: processCpuMs(stack.gatewayPid) };
+}
+
+function cpuSince(before: CpuSnapshot, after: CpuSnapshot): CpuSplit {
+  let sandboxes = 0;
   // Only containers seen both times: one the pool let go meanwhile took its whole past with it.
-  for (const [id, ms_] of after) if (before.has(id)) used += ms_ - before.get(id)!;
-  return (used / IDLE_CPU_WINDOW_MS) * 100;
+  for (const [id, ms_] of after.sandboxes) if (before.sandboxes.has(id)) sandboxes += ms_ - before.sandboxes.get(id)!;
+  return { sandboxes, engine: after.engine - before.engine, executor: after.executor - before.executor, gateway: after.gateway - before.gateway };
+}
+
+function divide(split: CpuSplit, by: number): CpuSplit {
+  return { sandboxes: split.sandboxes / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
+}
+
+/** utime + stime of one process, in ms (clock ticks of 10 ms, after the command name, which may hold spaces). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+function pidsNamed(name: string): number[] {
+  try {
+    return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 /** CPU time so far of each container (its processes) plus its shim, in ms, by container id. */
@@ -354,10 +486,8 @@ function sandboxCpuMs(ids: string[]): Map<string, number> {
     try {
       const shim = shims.get(id);
       if (shim === undefined) continue;
-      // utime and stime, in clock ticks of 10 ms, after the command name (which may hold spaces).
-      const fields = readFileSync(`/proc/${shim}/stat`, 'utf8').split(') ')[1].split(' ');
       const container = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
-      out.set(id, container + (Number(fields[11]) + Number(fields[12])) * 10);
+      out.set(id, container + processCpuMs(shim));
     } catch {
       // gone meanwhile
     }
@@ -403,11 +533,27 @@ function anonBytes(pid: number): number {
   }
 }
 
+function availableBytes(): number {
+  return Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0) * 1024;
+}
+
 /** Host memory in use, page cache excluded: MemTotal - MemAvailable. */
 function hostUsedBytes(): number {
   const info = readFileSync('/proc/meminfo', 'utf8');
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(info)?.[1] ?? 0) * 1024;
   return kb('MemTotal') - kb('MemAvailable');
+}
+
+/** Waits (60 s at most) until the executor's containers stop coming and going: the pool has refilled. */
+async function settledContainers(executorId: string): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  let last = '';
+  for (;;) {
+    const now = execFileSync('docker', ['ps', '-aq', '--filter', `label=runbox.executor=${executorId}`], { encoding: 'utf8' });
+    if (now === last || performance.now() > deadline) return;
+    last = now;
+    await pause(3_000);
+  }
 }
 
 /** Lets a pool refill and the engine settle before memory is read. */

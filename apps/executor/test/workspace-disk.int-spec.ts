@@ -124,6 +124,25 @@ describe('workspace disk limit', () => {
     expect(await executorDisks(harness.executorId)).toEqual({ images: [], loopDevices: [] });
   });
 
+  it('makes the disks asked for at once in a few helper containers, each disk an image and loop device of its own', async () => {
+    const disks = new EngineDiskImages(docker, harness.config.RUNBOX_SANDBOX_IMAGE, harness.executorId, '1000:1000');
+    const helpers = jest.spyOn(docker, 'createContainer');
+    const volumes = ['a', 'b', 'c', 'd', 'e', 'f'].map((v) => `runbox-batch-${v}-ws`);
+    try {
+      const devices = await Promise.all(volumes.map((v) => disks.make(v, 16)));
+      // Two helpers start at once; the four asked for meanwhile go to one more.
+      expect(helpers).toHaveBeenCalledTimes(3);
+      expect(new Set(devices).size).toBe(volumes.length);
+      const made = await executorDisks(harness.executorId);
+      expect(made.images.sort()).toEqual(volumes.map((v) => `${v}.img`).sort());
+      expect(made.loopDevices.sort()).toEqual([...devices].sort());
+    } finally {
+      helpers.mockRestore();
+      await Promise.all(volumes.map((v) => disks.destroy(v)));
+    }
+    expect(await executorDisks(harness.executorId)).toEqual({ images: [], loopDevices: [] });
+  });
+
   it('sweeps a disk image and loop device that no volume uses, and a helper container, that a crash left', async () => {
     const disks = new EngineDiskImages(docker, harness.config.RUNBOX_SANDBOX_IMAGE, harness.executorId, '1000:1000');
     const device = await disks.make('runbox-leftover-ws', 16);

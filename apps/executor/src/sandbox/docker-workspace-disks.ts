@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { Logger } from 'pino';
+import { BatchingQueue } from './batching-queue';
 import { LABEL } from './sandbox-labels';
 import { SANDBOX_USER } from './sandbox-policy';
 import { DiskImages, VolumeStore, WorkspaceVolumes } from './workspace-volume';
@@ -13,6 +14,14 @@ export const DISK_HELPER_LABEL = 'runbox.disk-helper';
 
 const HELPER_TIMEOUT_MS = 60_000;
 const HELPER_OUTPUT_LIMIT = 16 * 1024;
+/**
+ * Helpers making disks at once, and the most disks one of them makes. A burst of new
+ * workspaces (32 sessions at once, a warm pool growing) then costs a few helper containers
+ * instead of one each: a container's create, start and removal cost the engine far more
+ * than formatting one sparse image does.
+ */
+const MAKERS = 2;
+const DISKS_PER_MAKER = 16;
 /** A Docker volume name, and what an executor's folder may be called: nothing a shell or a path could misread. */
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
@@ -41,7 +50,8 @@ export function workspaceVolumesOn(
 
 /**
  * The helper's whole program: fixed here, with names passed as positional parameters, never
- * spliced into the text. `$1` op, `$2` the executor's folder, `$3` the volume, `$4` MiB, `$5` owner.
+ * spliced into the text. `$1` op, `$2` the executor's folder, then for `make`: `$3` MiB,
+ * `$4` owner and the volumes (one line `VOLUME DEVICE` each); for the others `$3` the volume.
  *
  * The helper's /dev has no loop device nodes (only /dev/loop-control is passed in), and a
  * loop device the kernel creates on demand (`losetup -f` asks loop-control for one) would
@@ -51,7 +61,7 @@ export function workspaceVolumesOn(
  */
 const HELPER_SCRIPT = `
 set -eu
-op=$1; dir=/disks/$2; img=$dir/$3.img
+op=$1; dir=/disks/$2; img=$dir/\${3:-none}.img
 node() {
   [ -b "$1" ] && return 0
   mm=$(cat "/sys/block/\${1#/dev/}/dev")
@@ -75,15 +85,20 @@ detach() {
 case "$op" in
   make)
     mkdir -p "$dir"
-    if [ -e "$img" ]; then detach; rm -f "$img"; fi
-    truncate -s "$4M" "$img"
-    # No reserved blocks: the sandbox user gets the whole size. One inode per 8 KiB: a
-    # workspace holds many small files (a node_modules folder). The journal is not zeroed:
-    # the new file's holes read as zeros already, and writing them would cost the host 64 MiB.
-    mkfs.ext4 -q -F -m 0 -i 8192 -E "root_owner=$5,lazy_journal_init=1" "$img"
-    # An empty root, so the workspace starts as empty as a plain volume would.
-    debugfs -w -R 'rmdir lost+found' "$img" >/dev/null 2>&1 || true
-    attach
+    size=$3; owner=$4; shift 4
+    for volume in "$@"; do
+      img=$dir/$volume.img
+      if [ -e "$img" ]; then detach; rm -f "$img"; fi
+      truncate -s "\${size}M" "$img"
+      # No reserved blocks: the sandbox user gets the whole size. One inode per 8 KiB: a
+      # workspace holds many small files (a node_modules folder). The journal is not zeroed:
+      # the new file's holes read as zeros already, and writing them would cost the host 64 MiB.
+      mkfs.ext4 -q -F -m 0 -i 8192 -E "root_owner=$owner,lazy_journal_init=1" "$img"
+      # An empty root, so the workspace starts as empty as a plain volume would.
+      debugfs -w -R 'rmdir lost+found' "$img" >/dev/null 2>&1 || true
+      dev=$(attach)
+      echo "$volume $dev"
+    done
     ;;
   attach)
     [ -e "$img" ] || { echo "the disk image is missing" >&2; exit 3; }
@@ -111,6 +126,11 @@ esac
 export class EngineDiskImages implements DiskImages {
   /** Helper containers this process made and has not removed yet. */
   private readonly atWork = new Set<string>();
+  private readonly makes = new BatchingQueue<{ volume: string; sizeMb: number }, string>((disks) => this.makeAll(disks), {
+    concurrency: MAKERS,
+    maxBatch: DISKS_PER_MAKER,
+    kindOf: (disk) => String(disk.sizeMb),
+  });
 
   constructor(
     private readonly docker: Docker,
@@ -122,8 +142,21 @@ export class EngineDiskImages implements DiskImages {
     safe(executorId, 'executor id');
   }
 
-  async make(volume: string, sizeMb: number): Promise<string> {
-    return device(await this.run('make', safe(volume, 'volume'), String(sizeMb), this.owner));
+  /** Made by the next free helper, together with the other disks asked for meanwhile. */
+  make(volume: string, sizeMb: number): Promise<string> {
+    return this.makes.run({ volume: safe(volume, 'volume'), sizeMb });
+  }
+
+  private async makeAll(disks: Array<{ volume: string; sizeMb: number }>): Promise<string[]> {
+    const output = await this.run('make', String(disks[0].sizeMb), this.owner, ...disks.map((d) => d.volume));
+    const devices = new Map(
+      output
+        .split('\n')
+        .map((line) => line.trim().split(' '))
+        .filter((fields) => fields.length === 2)
+        .map(([volume, dev]) => [volume, dev]),
+    );
+    return disks.map((d) => device(devices.get(d.volume) ?? ''));
   }
 
   async attach(volume: string): Promise<string> {
@@ -143,24 +176,24 @@ export class EngineDiskImages implements DiskImages {
   }
 
   /** Runs the helper to its end and returns its standard output; a non-zero exit throws with its error output. */
-  private async run(op: string, volume: string, ...rest: string[]): Promise<string> {
+  private async run(op: string, ...args: string[]): Promise<string> {
     // Known to the sweep from before it exists until after it is gone: the sweep removes
     // only helpers no one is waiting for (those of an executor that stopped mid-way).
     const name = `runbox-disk-${randomBytes(6).toString('hex')}`;
     this.atWork.add(name);
     try {
-      return await this.runAs(name, op, volume, rest);
+      return await this.runAs(name, op, args);
     } finally {
       this.atWork.delete(name);
     }
   }
 
-  private async runAs(name: string, op: string, volume: string, rest: string[]): Promise<string> {
+  private async runAs(name: string, op: string, args: string[]): Promise<string> {
     const container = await this.docker.createContainer({
       name,
       Image: this.image,
       User: '0:0',
-      Cmd: ['sh', '-c', HELPER_SCRIPT, 'runbox-disk', op, this.executorId, volume, ...rest],
+      Cmd: ['sh', '-c', HELPER_SCRIPT, 'runbox-disk', op, this.executorId, ...args],
       // Labelled like every container the executor makes, so the sweep removes one a crash left.
       Labels: { [LABEL.managed]: 'true', [LABEL.executor]: this.executorId, [DISK_HELPER_LABEL]: 'true' },
       NetworkDisabled: true,
