@@ -55,19 +55,22 @@ export function workspaceVolumesOn(
  *
  * The helper's /dev has no loop device nodes (only /dev/loop-control is passed in), and a
  * loop device the kernel creates on demand (`losetup -f` asks loop-control for one) would
- * not appear in it anyway: the nodes are made from /sys, every existing one first, since
- * `losetup -j` finds an image's devices by opening them. Two helpers may pick the same free
- * device; the loser's attach fails with EBUSY and it picks again.
+ * not appear in it anyway: the nodes are made from /sys, first for every device bound to an
+ * image (only a bound device has a `loop` folder in /sys), since `losetup -j` finds an image's
+ * devices by opening them. A host keeps every loop device it ever made, bound or not, so
+ * making nodes for all of them cost each helper two processes per device in the host's
+ * history (about a second after 500 sessions). Two helpers may pick the same free device;
+ * the loser's attach fails with EBUSY and it picks again.
  */
 const HELPER_SCRIPT = `
 set -eu
 op=$1; dir=/disks/$2; img=$dir/\${3:-none}.img
 node() {
   [ -b "$1" ] && return 0
-  mm=$(cat "/sys/block/\${1#/dev/}/dev")
+  read -r mm < "/sys/block/\${1#/dev/}/dev"
   mknod "$1" b "\${mm%:*}" "\${mm#*:}" 2>/dev/null || [ -b "$1" ]
 }
-for sys in /sys/block/loop*; do if [ -e "$sys/dev" ]; then node "/dev/\${sys##*/}"; fi; done
+for sys in /sys/block/loop*; do if [ -e "$sys/loop" ]; then node "/dev/\${sys##*/}"; fi; done
 attached() { losetup -j "$img" | cut -d: -f1; }
 attach() {
   for _ in 1 2 3 4 5 6 7 8 9 10; do

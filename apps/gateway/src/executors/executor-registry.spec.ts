@@ -32,6 +32,30 @@ describe('ExecutorRegistry', () => {
     expect(r.candidates(new Set(['b']))).toEqual(['a']);
   });
 
+  it('stops counting a placement twice once an announcement asked for after its call ended counts it', () => {
+    const r = registry();
+    r.heard(announcement('a', { capacity: 10, sandboxes: 0 }));
+    const settles = Array.from({ length: 10 }, () => r.placed('a'));
+    expect(r.candidates()).toEqual([]);
+    // Nine of the calls came back; the executor now holds those nine.
+    settles.slice(0, 9).forEach((settle) => settle());
+    now += 10;
+    const askedAt = r.mark();
+    // An announcement heard before the ask proves nothing about them.
+    r.recounted(askedAt + 1);
+    expect(r.candidates()).toEqual([]);
+    now += 10;
+    r.heard(announcement('a', { capacity: 10, sandboxes: 9 }));
+    expect(r.candidates()).toEqual([]);
+    r.recounted(askedAt);
+    // Nine held, one call still out: no room yet, as nine are counted once and one in flight.
+    expect(r.candidates()).toEqual([]);
+    r.heard(announcement('a', { capacity: 12, sandboxes: 9 }));
+    r.recounted(askedAt);
+    expect(r.candidates()).toEqual(['a']);
+    expect(r.list()[0]).toMatchObject({ sandboxes: 10 });
+  });
+
   it('offers no draining or decommissioned executor', () => {
     const r = registry();
     r.heard(announcement('a', { state: 'draining' }));

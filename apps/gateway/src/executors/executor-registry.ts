@@ -31,9 +31,16 @@ interface Entry {
   /**
    * When this gateway placed sessions here lately. An announcement counts a session once
    * the executor has it, so placements younger than one heartbeat stay counted on top of
-   * it (briefly counting one twice errs toward spreading, never toward overfilling).
+   * it (briefly counting one twice errs toward spreading, never toward overfilling), unless
+   * an announcement asked for after the placement's call ended counts it (`recounted`).
    */
-  placements: number[];
+  placements: Placement[];
+}
+
+interface Placement {
+  at: number;
+  /** When the executor's answer to the placing call came back: it holds the session by then. */
+  settledAt?: number;
 }
 
 /**
@@ -62,7 +69,7 @@ export class ExecutorRegistry {
     const known = this.entries.get(announcement.executor_id);
     if (known && known.announcement.instance !== announcement.instance && known.announcement.started_at > announcement.started_at) return false;
     const now = this.now();
-    const placements = (known?.placements ?? []).filter((at) => now - at < announcement.heartbeat_ms);
+    const placements = (known?.placements ?? []).filter((p) => now - p.at < announcement.heartbeat_ms);
     this.entries.set(announcement.executor_id, { announcement, seenAt: now, placements });
     const decommissionedAt = this.decommissioned.get(announcement.executor_id);
     // An executor started again after its decommission is in service again: the operator brought it back.
@@ -76,10 +83,32 @@ export class ExecutorRegistry {
     this.decommissioned.set(executorId, at);
   }
 
-  /** Counts a session placed on `executorId`, until its next announcement counts it itself. */
-  placed(executorId: string): void {
-    const entry = this.entries.get(executorId);
-    entry?.placements.push(this.now());
+  /**
+   * Counts a session placed on `executorId`, until its next announcement counts it itself.
+   * Call the answer when the placing call has ended, so `recounted` can stop counting it.
+   */
+  placed(executorId: string): () => void {
+    const placement: Placement = { at: this.now() };
+    this.entries.get(executorId)?.placements.push(placement);
+    return () => (placement.settledAt ??= this.now());
+  }
+
+  /** The registry's clock, for `recounted`. */
+  mark(): number {
+    return this.now();
+  }
+
+  /**
+   * After announcements asked for at `askedAt` came in: an executor that announced since
+   * then counted every session whose placing call had ended before, so those placements
+   * stop counting twice. Without this a burst of new sessions on a nearly full executor
+   * counts each one twice for a heartbeat and is refused as "no room" while room is left.
+   */
+  recounted(askedAt: number): void {
+    for (const entry of this.entries.values()) {
+      if (entry.seenAt < askedAt) continue;
+      entry.placements = entry.placements.filter((p) => p.settledAt === undefined || p.settledAt > askedAt);
+    }
   }
 
   standing(executorId: string): ExecutorStanding {

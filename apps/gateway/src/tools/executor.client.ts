@@ -126,7 +126,9 @@ export class ExecutorClient extends NatsContractClient {
       let [next] = this.executors.candidates(tried);
       if (!next && !rechecked) {
         rechecked = true;
+        const askedAt = this.executors.mark();
         await this.announcements.askAndWait(RECHECK_WAIT_MS);
+        this.executors.recounted(askedAt);
         [next] = this.executors.candidates(tried);
       }
       if (!next) {
@@ -135,9 +137,9 @@ export class ExecutorClient extends NatsContractClient {
         throw new ExecutorUnavailableError(`${why}${refusal ? ` (${refusal})` : ''}; try again shortly`, false, this.retryAfterSeconds);
       }
       tried.add(next);
-      this.executors.placed(next);
+      const settled = this.executors.placed(next);
       try {
-        const reply = await this.callOn(request, next);
+        const reply = await this.callOn(request, next).finally(settled);
         if (reply.ok || !REFUSALS.has(reply.error.code)) return reply;
         refusal = reply.error.message;
       } catch (err) {
