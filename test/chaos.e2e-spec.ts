@@ -232,7 +232,23 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     await checkInvariants(after);
     figures.nats_node_kill = { kill_to_last_run_end_ms: ended.lastEndMs, statuses: ended.statuses, new_run_ms: afterEnded.lastEndMs, ...invariants };
     if ([...ended.statuses, ...afterEnded.statuses].some((s) => s !== 'completed')) await printForDiagnosis([...runs, ...after]);
-    expect([...ended.statuses, ...afterEnded.statuses].every((s) => s === 'completed')).toBe(true);
+    // A request or reply passing through the node at the instant it died is lost (NATS
+    // request/reply is at most once): that call's run may end failed, saying its outcome is
+    // unknown, and is never sent again (docs/architecture.md, "Losing a NATS node"). Only a
+    // call already out at the kill may end so; every other run, and the run started with the
+    // node down, completes.
+    for (const run of runs) {
+      const [row] = await stack.postgres.query<{ status: string; error: string | null }>('SELECT status, error FROM runs WHERE id = $1', [run.id]);
+      if (row.status === 'completed') continue;
+      expect({ run: run.id, status: row.status, error: row.error }).toEqual({ run: run.id, status: 'failed', error: expect.stringContaining('may or may not have run') });
+      const lost = await stack.postgres.query<{ started_ms: number }>(
+        `SELECT (extract(epoch FROM started_at) * 1000)::float8 AS started_ms FROM tool_calls WHERE run_id = $1 AND status <> 'completed'`,
+        [run.id],
+      );
+      expect(lost).toHaveLength(1);
+      expect(lost[0].started_ms).toBeLessThanOrEqual(killedAt);
+    }
+    expect(afterEnded.statuses).toEqual(['completed']);
     await stack.nats.restart(node);
   });
 
