@@ -33,6 +33,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { BenchStack, BenchTenant } from './support/bench-stack';
+import { containerSeconds, processSeconds } from './support/cpu-per-call';
 import { percentile } from './support/stats';
 
 const FIRST_CALL_SAMPLES = 10;
@@ -460,14 +461,9 @@ function divide(split: CpuSplit, by: number): CpuSplit {
   return { sandboxes: split.sandboxes / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
 }
 
-/** utime + stime of one process, in ms (clock ticks of 10 ms, after the command name, which may hold spaces). */
+/** utime + stime of one process, in ms; 0 if it is gone. */
 function processCpuMs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
+  return (processSeconds(pid) ?? 0) * 1000;
 }
 
 function pidsNamed(name: string): number[] {
@@ -483,14 +479,10 @@ function sandboxCpuMs(ids: string[]): Map<string, number> {
   const shims = shimPidsById();
   const out = new Map<string, number>();
   for (const id of ids) {
-    try {
-      const shim = shims.get(id);
-      if (shim === undefined) continue;
-      const container = Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e6;
-      out.set(id, container + processCpuMs(shim));
-    } catch {
-      // gone meanwhile
-    }
+    const shim = shims.get(id);
+    const container = containerSeconds(id);
+    // Gone meanwhile when either cannot be read.
+    if (shim !== undefined && container !== undefined) out.set(id, container * 1000 + processCpuMs(shim));
   }
   return out;
 }

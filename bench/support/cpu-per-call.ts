@@ -72,7 +72,8 @@ export function containersSeconds(ids: string[]): CpuSource['seconds'] {
   };
 }
 
-function containerSeconds(id: string): number | undefined {
+/** A Docker container's CPU seconds (all its processes), from cgroup v1 or v2; undefined when gone. */
+export function containerSeconds(id: string): number | undefined {
   try {
     return Number(readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, 'utf8')) / 1e9;
   } catch {

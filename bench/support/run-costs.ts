@@ -5,9 +5,9 @@
  * process (gateway, executor, nats-server, the Postgres backends of the bench database).
  * Divided by the runs of the phase, they say where a run's time goes on an idle machine.
  */
-import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { BenchStack } from './bench-stack';
+import { processSeconds } from './cpu-per-call';
 
 /** Postgres flushes an idle backend's statistics within 10 s (PGSTAT_IDLE_INTERVAL). */
 const STATS_FLUSH_MS = 11_000;
@@ -69,14 +69,5 @@ export class RunCostMeter {
 
 /** User + system CPU time of a process (all its threads), in ms; 0 if it is gone. */
 function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    // The fields after the command name (which may hold spaces) are counted from its ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return 0;
-  }
+  return pid === undefined ? 0 : (processSeconds(pid) ?? 0) * 1000;
 }
