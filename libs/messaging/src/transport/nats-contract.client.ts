@@ -48,8 +48,7 @@ export class NatsContractClient extends ClientProxy {
   }
 
   protected publish(packet: ReadPacket<unknown>, callback: (packet: WritePacket) => void): () => void {
-    const call = packet.pattern as AnyCall;
-    this.nats.request(call.contract, packet.data, { timeoutMs: call.timeoutMs, subject: call.subject }).then(
+    this.request(packet.pattern as AnyCall, packet.data).then(
       (response) => callback({ response, isDisposed: true }),
       (err: unknown) => callback({ err }),
     );
