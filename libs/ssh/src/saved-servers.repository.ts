@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
-import { Prisma } from '@prisma/client';
+import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
 
 /** A saved server as stored; `credentials` is the sealed value (never plaintext). */
 export interface SavedServerRow {
@@ -99,6 +98,6 @@ function toRow(row: StoredRow): SavedServerRow {
 }
 
 function uniqueName(err: unknown, name: string): unknown {
-  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return new ServerNameTakenError(`a server named "${name}" already exists`);
+  if (isUniqueViolation(err)) return new ServerNameTakenError(`a server named "${name}" already exists`);
   return err;
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 
 export type McpTransportKind = 'streamable_http' | 'stdio';
@@ -112,6 +112,6 @@ function toRow(row: StoredRow): McpServerRow {
 }
 
 function uniqueName(err: unknown, name: string): unknown {
-  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return new McpServerNameTakenError(`an MCP server named "${name}" already exists`);
+  if (isUniqueViolation(err)) return new McpServerNameTakenError(`an MCP server named "${name}" already exists`);
   return err;
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OpenApiServiceDocument } from './openapi-document';
 
@@ -50,7 +50,7 @@ export class OpenApiServicesRepository {
       );
       return toRow(row);
     } catch (err) {
-      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') throw new ServiceNameTakenError(`an OpenAPI service named "${input.name}" already exists`);
+      if (isUniqueViolation(err)) throw new ServiceNameTakenError(`an OpenAPI service named "${input.name}" already exists`);
       throw err;
     }
   }

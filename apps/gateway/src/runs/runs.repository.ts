@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
 import { MessageView } from '../sessions/sessions.repository';
@@ -368,14 +368,6 @@ export const RUN_COLUMNS = Prisma.raw(
     'option_sources AS "optionSources", output, error, usage, created_at AS "createdAt", started_at AS "startedAt", completed_at AS "completedAt", ' +
     'request_id AS "requestId", recoveries',
 );
-
-/** A unique index refused the row: P2002 from an ORM statement, P2010 naming the violation from raw SQL. */
-function isUniqueViolation(err: unknown): boolean {
-  if (!(err instanceof Prisma.PrismaClientKnownRequestError)) return false;
-  if (err.code === 'P2002') return true;
-  const adapterError = err.meta?.driverAdapterError as { cause?: { kind?: unknown } } | undefined;
-  return err.code === 'P2010' && adapterError?.cause?.kind === 'UniqueConstraintViolation';
-}
 
 export function toRun(row: RunSqlRow): RunView {
   return {

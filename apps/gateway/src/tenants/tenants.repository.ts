@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { ApiKeyRecord, ApiKeyStore } from '../auth/api-key-store';
 import { parseStoredLimits, TenantLimits } from '../quotas/tenant-limits';
@@ -45,7 +45,7 @@ export class TenantsRepository implements ApiKeyStore {
         tx.tenant.create({ data: { id: newId('ten'), name, limits: limits as Prisma.InputJsonValue } }),
       ).then(toTenant);
     } catch (err) {
-      if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return 'exists';
+      if (isUniqueViolation(err)) return 'exists';
       throw err;
     }
   }
