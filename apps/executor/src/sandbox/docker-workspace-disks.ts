@@ -61,6 +61,11 @@ export function workspaceVolumesOn(
  * making nodes for all of them cost each helper two processes per device in the host's
  * history (about a second after 500 sessions). Two helpers may pick the same free device;
  * the loser's attach fails with EBUSY and it picks again.
+ *
+ * A detach is deferred while anything else holds the device open, and other helpers'
+ * `losetup -j` open every bound device for a moment: the kernel then only marks the device
+ * to clear on its last close. So detach waits (up to 5 s) for the image to be free before the
+ * image file is removed, rather than taking a device still bound for a failure.
  */
 const HELPER_SCRIPT = `
 set -eu
@@ -82,8 +87,13 @@ attach() {
   return 1
 }
 detach() {
-  for dev in $(attached); do losetup -d "$dev" 2>/dev/null || true; done
-  [ -z "$(attached)" ] || { echo "the image is still attached: $(attached)" >&2; return 1; }
+  for _ in $(seq 50); do
+    for dev in $(attached); do losetup -d "$dev" 2>/dev/null || true; done
+    [ -n "$(attached)" ] || return 0
+    sleep 0.1
+  done
+  echo "the image is still attached: $(attached)" >&2
+  return 1
 }
 case "$op" in
   make)
