@@ -17,7 +17,8 @@
  * the ratio is what the gateway, NATS and the executor add on top of the sandbox itself.
  *
  * Its own stack (a fresh database, a private NATS server, the gateway and the executor as
- * processes of their own); all of it, containers and volumes included, is removed at the end.
+ * processes of their own, run from the build as production runs them); all of it, containers
+ * and volumes included, is removed at the end.
  */
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
@@ -63,7 +64,7 @@ interface Figure {
 
 async function main(): Promise<void> {
   const image = process.env.RUNBOX_SANDBOX_IMAGE ?? execFileSync(join(ROOT, 'deploy/sandbox/build.sh'), { encoding: 'utf8' }).trim();
-  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image });
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image }, { built: true });
   const channels: AgentChannel[] = [];
   let client: KeepAliveClient | undefined;
   try {

@@ -13,6 +13,12 @@ const ADMIN_DATABASE_URL = process.env.RUNBOX_BENCH_ADMIN_DATABASE_URL ?? 'postg
 export interface BenchStackOptions {
   /** Count each service's Postgres statements and serve NATS's message counts (bench/support/run-costs.ts). */
   countCosts?: boolean;
+  /**
+   * Run the services as production does, from the build in dist/ (`./runbox bench` builds it
+   * first), rather than from their TypeScript through ts-node, whose source maps and loader
+   * add CPU of their own to every error and event; for figures of CPU per call.
+   */
+  built?: boolean;
 }
 
 type Service = 'executor' | 'gateway';
@@ -156,7 +162,9 @@ export class BenchStack {
   private spawn(service: Service, env: NodeJS.ProcessEnv): void {
     const preload = ['-r', 'ts-node/register/transpile-only', '-r', 'tsconfig-paths/register'];
     if (this.countsDir) preload.push('-r', join(ROOT, 'bench/support/pg-statement-counter.ts'));
-    const child = spawn(process.execPath, [...preload, join(ROOT, `apps/${service}/src/main.ts`)], {
+    // Built services need ts-node only for the statement counter, itself TypeScript.
+    const args = this.options.built ? [...(this.countsDir ? preload : []), builtEntry(service)] : [...preload, join(ROOT, `apps/${service}/src/main.ts`)];
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: this.countsDir ? { ...env, RUNBOX_BENCH_STATEMENTS_FILE: this.countsFile(service) } : env,
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -189,6 +197,13 @@ export class BenchStack {
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+/** The service's entry point in dist/, as `./runbox up` runs it; it must be there. */
+function builtEntry(service: Service): string {
+  const entry = join(ROOT, `dist/apps/${service}/apps/${service}/src/main.js`);
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run the bench with ./runbox bench, which builds the services first`);
+  return entry;
 }
 
 /** The counts a service wrote last; undefined before the first, or while one is being written. */

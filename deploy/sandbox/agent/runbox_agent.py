@@ -235,6 +235,9 @@ def serve():
     if tool_user:
         # Before any tool code runs: every thread started from here acts as the tool user.
         runbox_identity.act_as_tool_user(*tool_user)
+        import runbox_spawner
+        from runbox_tools import terminal
+        terminal.start_spares_with(runbox_spawner.Spawner(tool_user))
     for hook in OPS.startup_hooks:
         hook()
     while True:

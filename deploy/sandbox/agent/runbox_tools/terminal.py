@@ -498,27 +498,45 @@ def _spare_key(env):
 
 
 class _Spare:
-    """One bash started ahead of its call (see the module docstring), and its pipe."""
+    """One bash started ahead of its call (see the module docstring), and its pipe. Started
+    by `spawner` (runbox_spawner.py) when there is one, and by a fork of the agent otherwise
+    or when the spawner fails."""
 
-    def __init__(self, key):
+    def __init__(self, key, spawner=None):
         self.key = key
-        workspace, state_dir, bash, env = key
         read_end, self.go = os.pipe()
         try:
-            argv = [bash, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
-                    _script_file("spare.sh", SPARE), str(read_end), _runner_file(),
-                    os.path.join(state_dir, "shell_state.sh"), os.path.join(state_dir, "pending"),
-                    os.path.join(workspace, ".runbox", "jobs")]
-            self.proc = subprocess.Popen(
-                argv, cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                close_fds=True, pass_fds=(read_end,))
+            self.proc = self._spawned(spawner, read_end) or self._forked(read_end)
         except BaseException:
             os.close(self.go)
             raise
         finally:
             os.close(read_end)
         self.pidfd = _open_pidfd(self.proc.pid)
+
+    def _argv(self, fd):
+        workspace, state_dir, bash, _env = self.key
+        return [bash, "--noprofile", "--norc", "-c", BOOTSTRAP, "bash",
+                _script_file("spare.sh", SPARE), str(fd), _runner_file(),
+                os.path.join(state_dir, "shell_state.sh"), os.path.join(state_dir, "pending"),
+                os.path.join(workspace, ".runbox", "jobs")]
+
+    def _spawned(self, spawner, read_end):
+        if spawner is None:
+            return None
+        workspace, _state_dir, _bash, env = self.key
+        try:
+            pid = spawner.spawn(self._argv(spawner.PASSED_FD), dict(env), workspace, read_end)
+        except OSError:
+            return None  # the helper is gone or misbehaved (it was stopped): fork this once
+        return _Child(pid)
+
+    def _forked(self, read_end):
+        workspace, _state_dir, _bash, env = self.key
+        return subprocess.Popen(
+            self._argv(read_end), cwd=workspace, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            close_fds=True, pass_fds=(read_end,))
 
     def start(self, job_id):
         """Sends the job id; False when the shell is gone (the pipe has no reader)."""
@@ -550,6 +568,30 @@ class _Spare:
             self.pidfd = None
 
 
+class _Child:
+    """A child of the agent that the spawner started: waited for as a Popen is."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def wait(self, timeout=None):
+        if self.returncode is not None:
+            return self.returncode
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            try:
+                pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            except ChildProcessError:
+                return None  # reaped elsewhere: its exit code is unknown
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                return self.returncode
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.005)
+
+
 class _SpareShells:
     """Keeps one spare shell ready. The next one is started after the reply of the call
     that took the last one has gone out (an after-reply hook, on that call's thread): a
@@ -561,6 +603,9 @@ class _SpareShells:
         self.spare = None
         self.wanted = False  # set by the first terminal call: no spare before then
         self.refilling = False
+        # Starts spares without forking the agent (runbox_spawner.py), once the agent has
+        # one: only worth it where tools run as another user (see start_spares_with).
+        self.spawner = None
 
     def hand_over(self, call, key):
         """Starts `call` in the spare if one fits; False if the caller must spawn its own."""
@@ -587,7 +632,7 @@ class _SpareShells:
             self.refilling = True
         spare = None
         try:
-            spare = _Spare(_spare_key(_environment()))
+            spare = _Spare(_spare_key(_environment()), self.spawner)
         except OSError:
             pass  # out of processes or space: calls spawn their own meanwhile
         finally:
@@ -608,6 +653,14 @@ class _SpareShells:
 
 _SPARES = _SpareShells()
 OPS.after_reply(_SPARES.refill)
+
+
+def start_spares_with(spawner):
+    """Spare shells are started by `spawner` from now on (runbox_spawner.Spawner). The agent
+    does this where tools run as the sandbox user: such a process is otherwise a fork of
+    the whole agent, while one of its own identity is a vfork and gains nothing."""
+    _SPARES.drop()
+    _SPARES.spawner = spawner
 
 
 def _wait_exit(call):

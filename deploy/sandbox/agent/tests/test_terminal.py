@@ -25,6 +25,7 @@ os.environ["RUNBOX_WORKSPACE"] = os.path.join(_ROOT, "workspace")
 os.environ["RUNBOX_AGENT_STATE"] = os.path.join(_ROOT, "state")
 
 import runbox_agent  # noqa: E402
+import runbox_spawner  # noqa: E402
 from runbox_tools import OPS, ToolError  # noqa: E402
 from runbox_tools import terminal as terminal_module  # noqa: E402
 
@@ -629,6 +630,76 @@ class SpareShellTests(InSpareShells, TerminalTestCase):
         result = self.run_cmd("echo \"$RB_AGENT_VAR $TERM $PWD\"")
         self.assertEqual(result["metadata"]["pid"], pid)
         self.assertEqual(self.stdout_of(result), "from-agent dumb %s" % self.workspace)
+
+
+class InSpawnedSpareShells(InSpareShells):
+    """As InSpareShells, with the spares started by the spawner (runbox_spawner.py), as the
+    agent starts them where tools run as the sandbox user: every promise holds there too."""
+
+    def setUp(self):
+        super().setUp()
+        self.spawner = runbox_spawner.Spawner()
+        terminal_module.start_spares_with(self.spawner)
+
+    def tearDown(self):
+        terminal_module.start_spares_with(None)
+        self.spawner.close()
+        super().tearDown()
+
+
+class SpawnedSpareShellStateTests(InSpawnedSpareShells, ShellStateTests):
+    pass
+
+
+class SpawnedSpareResultTests(InSpawnedSpareShells, ResultTests):
+    pass
+
+
+class SpawnedSpareTimeoutTests(InSpawnedSpareShells, TimeoutTests):
+    pass
+
+
+class SpawnedSpareBackgroundTests(InSpawnedSpareShells, BackgroundTests):
+    pass
+
+
+class SpawnedSpareCancelTests(InSpawnedSpareShells, CancelTests):
+    pass
+
+
+class SpawnedSpareShellTests(InSpawnedSpareShells, SpareShellTests):
+    def test_the_spare_is_a_child_of_the_agent_not_of_the_spawner(self):
+        self.run_cmd("true")
+        pid = self.spare_pid()
+        self.assertIsInstance(terminal_module._SPARES.spare.proc, terminal_module._Child)
+        with open("/proc/%d/status" % pid) as f:
+            ppid = int(next(line for line in f if line.startswith("PPid:")).split()[1])
+        self.assertEqual(ppid, os.getpid())
+        result = self.run_cmd("exit 7")
+        self.assertEqual(result["metadata"]["pid"], pid)
+        self.assertEqual(result["metadata"]["exit_code"], 7)
+
+    def test_a_spawner_that_was_killed_is_started_again(self):
+        self.run_cmd("true")
+        helper = self.spawner.proc.pid
+        os.kill(helper, signal.SIGKILL)
+        self.run_cmd("true")
+        self.assertNotEqual(self.spawner.proc.pid, helper)
+        pid = self.spare_pid()
+        self.assertEqual(self.run_cmd("echo ok")["metadata"]["pid"], pid)
+
+    def test_a_pid_that_is_not_a_new_shell_of_the_agent_is_refused(self):
+        self.run_cmd("true")
+        for lie in (os.getpid(), 1, self.spawner.proc.pid):
+            with self.assertRaises(runbox_spawner.SpawnerUnavailable):
+                self.spawner._checked_pid(json.dumps({"pid": lie}).encode())
+        with self.assertRaises(runbox_spawner.SpawnerUnavailable):
+            self.spawner._checked_pid(b"not json")
+        # Refusing stops the helper; the next spare starts another.
+        self.assertIsNone(self.spawner.proc)
+        self.run_cmd("true")
+        self.assertIsNotNone(self.spawner.proc)
+        self.assertIsInstance(terminal_module._SPARES.spare.proc, terminal_module._Child)
 
 
 if __name__ == "__main__":
