@@ -140,6 +140,14 @@ describe('bad input', () => {
       expect((await stack.request('GET', `/v1/runs?session_id=${session}`, k)).body.data.map((r: { id: string }) => r.id)).toEqual([run]);
     });
 
+    it('answers a request without valid credentials with the 401, whatever its query holds', async () => {
+      expectError(await stack.request('GET', '/v1/tools?bogus_param=1'), 401, 'unauthorized');
+      expectError(await stack.request('GET', '/v1/tools?bogus_param=1', { key: 'rbx_not_a_key' }), 401, 'unauthorized');
+      expectError(await stack.request('GET', `/v1/admin/tenants/${tenant.tenantId}?bogus_param=1`, { key: tenant.apiKey }), 401, 'unauthorized');
+      // The same requests with valid credentials are refused for the query.
+      expectError(await stack.request('GET', '/v1/tools?bogus_param=1', { key: tenant.apiKey }), 400, 'validation_failed', /"bogus_param"/);
+    });
+
     it('takes only last_event_id in the query of the event stream', async () => {
       const k = { key: tenant.apiKey };
       expectError(await stack.request('GET', `/v1/runs/${run}/events?last_event_id=0&x=1`, k), 400, 'validation_failed', /"x"/);

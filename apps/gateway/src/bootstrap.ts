@@ -13,7 +13,7 @@ import { HttpErrorFilter } from './common/http-error.filter';
 import { checkJsonLimits } from './common/json-limits';
 import { assignRequestId, enterRequestContext } from './common/request-id';
 import { takeUndecodablePathSegmentsLiterally } from './common/undecodable-path';
-import { UndeclaredQueryInterceptor } from './common/validation/undeclared-query.interceptor';
+import { UndeclaredQueryGuard } from './common/validation/undeclared-query.guard';
 import { GatewayModule } from './gateway.module';
 import { httpMetricsMiddleware } from './metrics/http-metrics.middleware';
 import { MetricsService } from './metrics/metrics.service';
@@ -33,7 +33,7 @@ export async function createGateway(config: RunboxConfig): Promise<INestApplicat
   app.use(httpMetricsMiddleware(app.get(MetricsService)));
   const errors = new HttpErrorFilter(logger, configSecrets(config));
   app.useGlobalFilters(errors);
-  app.useGlobalInterceptors(new UndeclaredQueryInterceptor());
+  app.useGlobalGuards(new UndeclaredQueryGuard());
   const limits = { maxDepth: config.RUNBOX_MAX_JSON_DEPTH, maxStringChars: config.RUNBOX_MAX_JSON_STRING_CHARS };
   app.use(takeUndecodablePathSegmentsLiterally);
   app.use(unlessRawBody(requireJsonBody));

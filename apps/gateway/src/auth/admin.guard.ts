@@ -3,6 +3,7 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { AppError, ErrorCode } from '@app/errors';
 import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
 import { bearerToken } from './auth.service';
 
 /** /v1/admin routes: the bearer token must equal RUNBOX_ADMIN_TOKEN. Without one, they are off. */
@@ -23,6 +24,8 @@ export class AdminGuard implements CanActivate {
     if (token === undefined || !timingSafeEqual(digest(token), this.expected)) {
       throw new AppError(ErrorCode.Unauthorized, 'missing or invalid admin token');
     }
+    // Only now: a request without the token is a 401 whatever its query holds.
+    rejectUndeclaredQuery(ctx);
     return true;
   }
 }

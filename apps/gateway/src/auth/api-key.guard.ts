@@ -1,5 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { AuthenticatedRequest } from '../common/request-context';
+import { rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
 import { AuthService } from './auth.service';
 
 @Injectable()
@@ -11,6 +12,8 @@ export class ApiKeyGuard implements CanActivate {
     const { tenantId, apiKeyId } = await this.auth.authenticate(req.headers.authorization);
     req.tenantId = tenantId;
     req.apiKeyId = apiKeyId;
+    // Only now: a request without a valid key is a 401 whatever its query holds.
+    rejectUndeclaredQuery(ctx);
     return true;
   }
 }

@@ -35,6 +35,9 @@ Design, and why:
   first call's, or the empty one later calls get); any other, or one that is gone (a
   command may kill every process of its user), is dropped and the call starts its shell
   the ordinary way. While idle a spare costs one sleeping bash and two descriptors here.
+  Where tools run as the sandbox user, spares are started by runbox_spawner.py, a helper
+  of that user, rather than by a fork of the agent (about a millisecond of CPU each);
+  each is still the agent's own child, waited for and killed as any call's shell.
 
 * Output goes straight to files. stdout and stderr are opened onto hidden files
   <workspace>/.runbox/jobs/.<job_id>.stdout.txt and .stderr.txt before the process

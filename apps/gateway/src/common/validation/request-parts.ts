@@ -14,7 +14,7 @@ import { ZodValidationOptions, ZodValidationPipe } from './zod-validation.pipe';
 export const ValidBody = <T>(schema: ZodType<T>, options?: ZodValidationOptions): ParameterDecorator =>
   Body(new ZodValidationPipe(schema, 'body', options));
 
-/** The query string. A route without one takes no query at all (UndeclaredQueryInterceptor). */
+/** The query string. A route without one takes no query at all (UndeclaredQueryGuard). */
 export const ValidQuery = <T>(schema: ZodType<T>): ParameterDecorator => Query(new ZodValidationPipe(schema, 'query'));
 
 /** A path parameter that is not an id, parsed by `schema` (a 400 naming `path`). */
