@@ -105,13 +105,16 @@ class Spawner:
         if pid <= 1 or (self.proc is not None and pid == self.proc.pid):
             return False
         try:
-            with open("/proc/%d/status" % pid, encoding="ascii", errors="replace") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
+            # /proc/<pid> belongs to the process's user (a shell is dumpable, so not root).
+            owner = os.stat("/proc/%d" % pid).st_uid
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                stat = f.read()
+            # The command name in parentheses may itself hold spaces or parentheses.
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
             return False
         uid = self.tool_user[0] if self.tool_user else os.getuid()
-        return (int(fields.get("PPid", "0")) == os.getpid()
-                and fields.get("Uid", "").split()[:1] == [str(uid)])
+        return ppid == os.getpid() and owner == uid
 
     def _connected(self):
         if self.sock is None:

@@ -749,11 +749,20 @@ def _runner_file():
     return _script_file("runner.sh", RUNNER)
 
 
+# path -> (inode, mtime, size) of a script file as last read or written with the right text.
+_scripts_seen = {}
+
+
 def _script_file(name, text):
     path = os.path.join(_state_dir(), name)
     try:
+        st = os.stat(path)
+        # The same file, untouched since it was found right: no need to read it again.
+        if _scripts_seen.get(path) == (st.st_ino, st.st_mtime_ns, st.st_size):
+            return path
         with open(path, encoding="utf-8") as f:
             if f.read() == text:
+                _scripts_seen[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
                 return path
     except OSError:
         pass
@@ -761,7 +770,9 @@ def _script_file(name, text):
     tmp = "%s.%d.tmp" % (path, threading.get_ident())
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
+    st = os.stat(tmp)
     os.replace(tmp, path)
+    _scripts_seen[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
     return path
 
 

@@ -130,6 +130,15 @@ class ShellStateTests(TerminalTestCase):
     def test_first_call_starts_in_the_workspace(self):
         self.assertEqual(self.stdout_of(self.run_cmd("pwd")), self.workspace)
 
+    def test_a_runner_script_a_command_overwrote_is_restored_for_the_next_call(self):
+        self.run_cmd("export RB_KEPT=1")
+        # Rewritten in place (the same file, newer), as a careless command might.
+        self.run_cmd("printf 'exit 3\\n' > \"$RUNBOX_AGENT_STATE/runner.sh\"; "
+                     "[ ! -f \"$RUNBOX_AGENT_STATE/spare.sh\" ] || printf 'exit 3\\n' > \"$RUNBOX_AGENT_STATE/spare.sh\"")
+        result = self.run_cmd("echo \"ran $RB_KEPT\"")
+        self.assertEqual(self.stdout_of(result), "ran 1", result["output"])
+        self.assertEqual(result["metadata"]["exit_code"], 0)
+
     def test_cd_persists(self):
         self.run_cmd("mkdir -p sub/deeper && cd sub/deeper")
         self.assertEqual(self.stdout_of(self.run_cmd("pwd")),
