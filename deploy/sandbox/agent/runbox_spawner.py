@@ -21,7 +21,9 @@ the call starts its shell the ordinary way (terminal.py).
 Wire format, one SOCK_SEQPACKET message each way:
   request  {"argv": [...], "env": {...}, "cwd": "..."} with one descriptor (SCM_RIGHTS),
            which the shell gets as descriptor 3 (stdin is /dev/null, stdout and stderr too)
-  reply    {"pid": 123} or {"error": "..."}
+  reply    {"pid": 123}; {"error": "...", "pid": 123} when the clone could not run the
+           program (it has exited, and the agent reaps it); {"error": "..."} when no clone
+           was made
 """
 import json
 import os
@@ -29,6 +31,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 # The shell's descriptor for what the request passed (the spare's pipe).
 PASSED_FD = 3
@@ -93,11 +96,7 @@ class Spawner:
             self._stop()
             raise SpawnerUnavailable("the helper named a process that is not a new shell of this agent")
         if "error" in answer:
-            # The clone could not run the program and exited: ours to reap.
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _reap_soon(pid)
             raise SpawnerUnavailable("the shell did not start: %s" % str(answer["error"])[:300])
         return pid
 
@@ -149,6 +148,19 @@ class Spawner:
             except (OSError, subprocess.TimeoutExpired):
                 pass
             self.proc = None
+
+
+def _reap_soon(pid, within_s=1.0):
+    """Reaps a clone that could not run its program and is exiting. Bounded, since the
+    helper's word is not trusted: a pid it named wrongly is left as it is."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] or time.monotonic() >= deadline:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.01)
 
 
 def serve(fd):

@@ -52,6 +52,21 @@ def alive(pid):
     return stat[stat.rfind(")") + 2] != "Z"
 
 
+def own_zombies():
+    """This process's children that have exited and not been reaped."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            found.append(int(name))
+    return found
+
+
 def wait_until(predicate, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -696,6 +711,18 @@ class SpawnedSpareShellTests(InSpawnedSpareShells, SpareShellTests):
         self.assertNotEqual(self.spawner.proc.pid, helper)
         pid = self.spare_pid()
         self.assertEqual(self.run_cmd("echo ok")["metadata"]["pid"], pid)
+
+    def test_a_program_that_cannot_start_is_reported_and_its_clone_reaped(self):
+        read_end, write_end = os.pipe()
+        self.addCleanup(os.close, read_end)
+        self.addCleanup(os.close, write_end)
+        with self.assertRaises(runbox_spawner.SpawnerUnavailable) as caught:
+            self.spawner.spawn(["/nonexistent/bash"], {}, self.workspace, read_end)
+        self.assertIn("did not start", str(caught.exception))
+        self.assertEqual(own_zombies(), [])
+        # The helper goes on serving.
+        self.run_cmd("true")
+        self.assertEqual(self.stdout_of(self.run_cmd("echo ok")), "ok")
 
     def test_a_pid_that_is_not_a_new_shell_of_the_agent_is_refused(self):
         self.run_cmd("true")
