@@ -56,11 +56,10 @@ export class OpenApiServicesRepository {
   }
 
   async list(tenantId: string): Promise<OpenApiServiceRow[]> {
-    // Raw SQL: every run lists these before each model turn, and an ORM statement costs a
-    // query compilation in the gateway.
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<StoredRow[]>`
+    // Raw SQL outside Prisma: every run lists these before each model turn.
+    const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<StoredRow>(Prisma.sql`
       SELECT id, tenant_id AS "tenantId", name, spec_url AS "specUrl", document, auth_type AS "authType", auth, created_at AS "createdAt"
-        FROM openapi_services WHERE tenant_id = ${tenantId} ORDER BY name ASC`);
+        FROM openapi_services WHERE tenant_id = ${tenantId} ORDER BY name ASC`));
     return rows.map(toRow);
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
+import { Prisma } from '@prisma/client';
 import { appendEventsTx, lockRun, NewEvent } from './run-tx';
 import { isTerminal } from './run-status';
 
@@ -27,9 +28,9 @@ export class RunEventsRepository {
   async eventsAfter(tenantId: string, runId: string, afterSeq: number, limit = 500): Promise<RunEventView[]> {
     // Raw SQL: every live stream reads here after each event, and an ORM statement costs a
     // query compilation in the gateway.
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ seq: number; type: string; data: Record<string, unknown>; created_at: Date }>>`
+    const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<{ seq: number; type: string; data: Record<string, unknown>; created_at: Date }>(Prisma.sql`
       SELECT seq, type, data, created_at FROM run_events
-       WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq > ${afterSeq} ORDER BY seq ASC LIMIT ${limit}`);
+       WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq > ${afterSeq}::int ORDER BY seq ASC LIMIT ${limit}::int`));
     return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data, createdAt: r.created_at }));
   }
 }

@@ -5,7 +5,7 @@ import { OptionSources } from './run-defaults';
 import { MessageView } from '../sessions/sessions.repository';
 import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
-import { appendEventsTx, insertEventsSql, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, insertEventsSql, lockRun, lockRunSql, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
@@ -142,7 +142,7 @@ export class RunsRepository {
   }
 
   async find(tenantId: string, id: string): Promise<RunView | null> {
-    const [row] = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<RunSqlRow[]>`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
+    const [row] = await this.db.tenantSql(tenantId, (sql) => sql.query<RunSqlRow>(Prisma.sql`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`));
     return row ? toRun(row) : null;
   }
 
@@ -201,8 +201,8 @@ export class RunsRepository {
    * included) is read in the same transaction rather than in one of its own.
    */
   async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}, contextBudgetChars?: number): Promise<StartOutcome> {
-    return this.db.tenant(tenantId, async (tx): Promise<StartOutcome> => {
-      const locked = await lockRun(tx, tenantId, run.id);
+    return this.db.tenantSql(tenantId, async (sql): Promise<StartOutcome> => {
+      const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
       const events: NewEvent[] = [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
@@ -210,7 +210,7 @@ export class RunsRepository {
       ];
       // A sub-run shares its parent's session and never waits for the parent's runs.
       const earlier = run.parentRunId ? Prisma.sql`SELECT 0 AS n` : earlierActiveRunsSql(tenantId, run);
-      const [row] = await tx.$queryRaw<Array<{ earlier: number; seqs: number[]; executor_id: string | null }>>`
+      const [row] = await sql.query<{ earlier: number; seqs: number[]; executor_id: string | null }>(Prisma.sql`
         WITH earlier AS (${earlier}),
         started AS (
           UPDATE runs SET status = 'running', started_at = now()
@@ -222,9 +222,9 @@ export class RunsRepository {
         events AS (${insertEventsSql(tenantId, run.id, events, 'started')})
         SELECT (SELECT n FROM earlier)::int AS earlier,
                coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs,
-               (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`;
+               (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`);
       if (row.earlier > 0) return { kind: 'waiting' };
-      const context = contextBudgetChars === undefined ? undefined : await readModelContext(tx, tenantId, run, contextBudgetChars);
+      const context = contextBudgetChars === undefined ? undefined : await readModelContext(sql, tenantId, run, contextBudgetChars);
       return { kind: 'started', seqs: row.seqs, executorId: row.executor_id, context };
     });
   }
@@ -243,8 +243,8 @@ export class RunsRepository {
     answer: { content: string | null; output: string },
     usage: { event: Record<string, unknown>; stored: (startedAt: Date | null, now: Date) => Record<string, unknown> },
   ): Promise<(FinishedRun & { nextQueuedRunId: string | null }) | null> {
-    return this.db.tenant(tenantId, async (tx) => {
-      const locked = await lockRun(tx, tenantId, run.id);
+    return this.db.tenantSql(tenantId, async (sql) => {
+      const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'running') return null;
       const events: NewEvent[] = [
         { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
@@ -256,7 +256,7 @@ export class RunsRepository {
         ? Prisma.sql`NULL::text`
         : Prisma.sql`(SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NULL
                        AND status = 'queued' ORDER BY created_at ASC, id ASC LIMIT 1)`;
-      const [row] = await tx.$queryRaw<Array<{ seqs: number[]; next: string | null }>>`
+      const [row] = await sql.query<{ seqs: number[]; next: string | null }>(Prisma.sql`
         WITH message AS (
           INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, tool_calls)
           VALUES (${newId('msg')}, ${tenantId}, ${run.sessionId}, ${run.id}, 'assistant', ${answer.content}::text, NULL)),
@@ -265,7 +265,7 @@ export class RunsRepository {
                  output = ${answer.output}::text, usage = ${JSON.stringify(usage.stored(locked.startedAt, locked.now))}::jsonb
            WHERE id = ${run.id} AND tenant_id = ${tenantId}),
         events AS (${insertEventsSql(tenantId, run.id, events)})
-        SELECT coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs, ${next} AS next`;
+        SELECT coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs, ${next} AS next`);
       return { runningCallIds: [], seqs: row.seqs, startedAt: locked.startedAt, endedAt: locked.now, nextQueuedRunId: row.next };
     });
   }
