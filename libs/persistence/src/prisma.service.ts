@@ -1,7 +1,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from '@prisma/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Client, ClientConfig, Pool, PoolClient, PoolConfig } from 'pg';
+import { Client, ClientConfig, Pool, PoolClient, PoolConfig, QueryResult } from 'pg';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -19,6 +19,12 @@ export interface DatabaseUrls {
   url: string;
   /** Deployment-wide work, as runbox_system. Defaults to `url` (tests of one repository). */
   systemUrl?: string;
+}
+
+/** A transaction-scoped advisory lock: `pg_advisory_xact_lock(classId, hashtext(name))`. */
+export interface AdvisoryLock {
+  classId: number;
+  name: string;
 }
 
 /** Connections each pool keeps at most (see docs/operations.md, "Connection pools"). */
@@ -125,14 +131,51 @@ export class PrismaService {
    * transaction in a savepoint, as tenant() does. `work` must not start other tenant work
    * of its own: that would be a transaction (and a connection) of its own.
    */
-  async tenantSql<T>(tenantId: string, work: (sql: SqlTx) => Promise<T>): Promise<T> {
+  async tenantSql<T>(tenantId: string, work: (sql: SqlTx) => Promise<T>, options: { advisoryLock?: AdvisoryLock } = {}): Promise<T> {
+    const { advisoryLock: lock } = options;
     const outer = this.scopes.getStore();
-    if (outer?.open) return this.nested(outer, tenantId, (tx) => work(prismaSqlTx(tx)));
+    if (outer?.open) {
+      return this.nested(outer, tenantId, async (tx) => {
+        if (lock) await tx.$executeRaw`SELECT pg_advisory_xact_lock(${lock.classId}::int, hashtext(${lock.name}))`;
+        return work(prismaSqlTx(tx));
+      });
+    }
     const client = await this.tenantPool.connect();
     // Prisma ends an interactive transaction after TRANSACTION_OPTIONS.timeout; here each
     // statement is bounded by as much.
-    const begin = `BEGIN; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true)`;
+    let begin = `BEGIN; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true)`;
+    // A statement of its own, so the work's first statement begins after the lock is granted.
+    if (lock) begin += `; SELECT pg_advisory_xact_lock(${Math.trunc(lock.classId)}, hashtext(${client.escapeLiteral(lock.name)}))`;
     return inTransaction(client, begin, work);
+  }
+
+  /**
+   * One read-only statement of tenant work in one round trip: BEGIN, the tenant setting,
+   * the statement and COMMIT go to Postgres as one simple query, the statement's values
+   * written into it as escaped literals (strings, finite numbers, booleans and null only).
+   * A transaction of three round trips becomes one, for the reads every live event stream
+   * and every run's tool listing make. Inside an open tenant() it joins that transaction.
+   */
+  async tenantRead<T>(tenantId: string, sql: Prisma.Sql): Promise<T[]> {
+    const outer = this.scopes.getStore();
+    if (outer?.open) return this.nested(outer, tenantId, (tx) => tx.$queryRaw<T[]>(sql));
+    const client = await this.tenantPool.connect();
+    const text =
+      `BEGIN READ ONLY; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true);\n` +
+      `${withLiterals(client, sql)};\nCOMMIT`;
+    let broken: Error | undefined;
+    try {
+      const results = (await client.query(text)) as unknown as QueryResult[];
+      return results[2].rows as T[];
+    } catch (err) {
+      // The failed statement left the transaction open and aborted.
+      await client.query('ROLLBACK').catch((e: unknown) => {
+        broken = e instanceof Error ? e : new Error(String(e));
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
   }
 
   /**
@@ -238,6 +281,24 @@ async function inTransaction<T>(client: PoolClient, begin: string, work: (sql: S
   } finally {
     client.release(broken);
   }
+}
+
+/** The statement with its values written in as literals (see PrismaService.tenantRead). */
+function withLiterals(client: PoolClient, sql: Prisma.Sql): string {
+  let text = sql.strings[0];
+  sql.values.forEach((value, i) => {
+    text += literal(client, value) + sql.strings[i + 1];
+  });
+  return text;
+}
+
+function literal(client: PoolClient, value: unknown): string {
+  if (value === null) return 'NULL';
+  // A NUL would end the query text early (Postgres cannot store one in text anyway).
+  if (typeof value === 'string' && !value.includes('\0')) return client.escapeLiteral(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number' && Number.isFinite(value)) return `(${value})`;
+  throw new Error(`tenantRead takes strings without NUL, finite numbers, booleans and null as values, not this ${typeof value}`);
 }
 
 /** A Prisma transaction as a SqlTx, for raw SQL helpers that serve both kinds of transaction. */

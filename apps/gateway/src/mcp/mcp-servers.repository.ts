@@ -55,12 +55,12 @@ export class McpServersRepository {
   }
 
   async list(tenantId: string): Promise<McpServerRow[]> {
-    // Raw SQL outside Prisma: every run lists these before each model turn.
-    const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<StoredRow>(Prisma.sql`
+    // One round trip (PrismaService.tenantRead): every run lists these before each model turn.
+    const rows = await this.db.tenantRead<StoredRow>(tenantId, Prisma.sql`
       SELECT id, tenant_id AS "tenantId", name, transport, url, command, args, header_names AS "headerNames", env_names AS "envNames",
              secrets, version, status, last_error AS "lastError", last_error_at AS "lastErrorAt", last_success_at AS "lastSuccessAt",
              created_at AS "createdAt", updated_at AS "updatedAt"
-        FROM mcp_servers WHERE tenant_id = ${tenantId} ORDER BY name ASC`));
+        FROM mcp_servers WHERE tenant_id = ${tenantId} ORDER BY name ASC`);
     return rows.map(toRow);
   }
 

@@ -56,10 +56,10 @@ export class OpenApiServicesRepository {
   }
 
   async list(tenantId: string): Promise<OpenApiServiceRow[]> {
-    // Raw SQL outside Prisma: every run lists these before each model turn.
-    const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<StoredRow>(Prisma.sql`
+    // One round trip (PrismaService.tenantRead): every run lists these before each model turn.
+    const rows = await this.db.tenantRead<StoredRow>(tenantId, Prisma.sql`
       SELECT id, tenant_id AS "tenantId", name, spec_url AS "specUrl", document, auth_type AS "authType", auth, created_at AS "createdAt"
-        FROM openapi_services WHERE tenant_id = ${tenantId} ORDER BY name ASC`));
+        FROM openapi_services WHERE tenant_id = ${tenantId} ORDER BY name ASC`);
     return rows.map(toRow);
   }
 

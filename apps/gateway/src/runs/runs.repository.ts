@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService, SqlTx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
 import { MessageView } from '../sessions/sessions.repository';
@@ -88,51 +88,23 @@ export class RunsRepository {
   /**
    * Creates the run (and its session when none was named) in one transaction. The session's
    * row is locked first, so two runs posted at once to one session cannot both find it idle.
-   * With an idempotency key already used, returns that first run instead.
+   * With an idempotency key already used, returns that first run instead. `transaction`
+   * runs the creation: by default a transaction of its own; the quota check passes one
+   * that holds the tenant's quota lock (QuotasService.admitSql).
    */
-  async create(tenantId: string, input: NewRun): Promise<CreateOutcome> {
+  async create(
+    tenantId: string,
+    input: NewRun,
+    transaction: (work: (sql: SqlTx) => Promise<CreateOutcome>) => Promise<CreateOutcome> = (work) => this.db.tenantSql(tenantId, work),
+  ): Promise<CreateOutcome> {
     if (input.idempotencyKey) {
       const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
       if (existing) return { kind: 'existing', run: existing };
     }
     try {
-      return await this.db.tenant(tenantId, async (tx): Promise<CreateOutcome> => {
-        const sessionId = input.sessionId;
-        if (sessionId) {
-          const session = await tx.$queryRaw<Array<{ id: string }>>`
-            SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`;
-          if (session.length === 0) return { kind: 'session_not_found' };
-          if (!input.parentRunId && !input.enqueueWhenBusy) {
-            const active = await tx.run.findFirst({
-              where: { tenantId, sessionId, parentRunId: null, status: { in: [...ACTIVE_STATUSES] } },
-              orderBy: { createdAt: 'asc' },
-              select: { id: true },
-            });
-            if (active) return { kind: 'session_busy', activeRunId: active.id };
-          }
-        }
-        // One statement: the new session (when none was named), the run and its first
-        // event. Raw SQL: the tenant's quota lock is held until the commit, and an ORM
-        // statement costs a query compilation in the gateway.
-        const runId = newId('run');
-        const newSession = sessionId ? undefined : newId('ses');
-        const [row] = await tx.$queryRaw<RunSqlRow[]>`
-          WITH ${newSession ? Prisma.sql`session AS (
-                 INSERT INTO sessions (id, tenant_id, metadata, created_at)
-                 VALUES (${newSession}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())),` : Prisma.empty}
-               run AS (
-                 INSERT INTO runs (id, tenant_id, session_id, parent_run_id, status, input, options, option_sources,
-                                   idempotency_key, request_id, created_at, dispatched_at)
-                 VALUES (${runId}, ${tenantId}, ${sessionId ?? newSession}, ${input.parentRunId ?? null}, 'queued', ${input.input},
-                         ${JSON.stringify(input.options)}::jsonb, ${input.optionSources ? JSON.stringify(input.optionSources) : null}::jsonb,
-                         ${input.idempotencyKey ?? null}, ${input.requestId ?? null}, clock_timestamp(), clock_timestamp())
-                 RETURNING ${RUN_COLUMNS}),
-               events AS (${insertEventsSql(tenantId, runId, [{ type: 'run.queued', data: { session_id: sessionId ?? newSession } }])})
-          SELECT * FROM run`;
-        return { kind: 'created', run: toRun(row) };
-      });
+      return await transaction((sql) => createRun(sql, tenantId, input));
     } catch (err) {
-      // Two requests with one key raced: the loser returns the winner's run.
+      // Two requests with one key raced: the loser (its transaction rolled back) returns the winner's run.
       if (input.idempotencyKey && isUniqueViolation(err)) {
         const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
         if (existing) return { kind: 'existing', run: existing };
@@ -142,7 +114,7 @@ export class RunsRepository {
   }
 
   async find(tenantId: string, id: string): Promise<RunView | null> {
-    const [row] = await this.db.tenantSql(tenantId, (sql) => sql.query<RunSqlRow>(Prisma.sql`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`));
+    const [row] = await this.db.tenantRead<RunSqlRow>(tenantId, Prisma.sql`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
     return row ? toRun(row) : null;
   }
 
@@ -340,6 +312,43 @@ export class RunsRepository {
     const row = await this.db.tenant(tenantId, (tx) => tx.run.findFirst({ where: { tenantId, idempotencyKey: key } }));
     return row ? toRun(row) : null;
   }
+}
+
+/**
+ * The creation's statements, raw SQL (the tenant's quota lock is held until the commit):
+ * the named session's lock and, unless the run may queue, the check for a run it has
+ * going; then one statement for the new session (when none was named), the run and its
+ * first event.
+ */
+async function createRun(sql: SqlTx, tenantId: string, input: NewRun): Promise<CreateOutcome> {
+  const sessionId = input.sessionId;
+  if (sessionId) {
+    const session = await sql.query<{ id: string }>(Prisma.sql`
+      SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`);
+    if (session.length === 0) return { kind: 'session_not_found' };
+    if (!input.parentRunId && !input.enqueueWhenBusy) {
+      const [active] = await sql.query<{ id: string }>(Prisma.sql`
+        SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND parent_run_id IS NULL
+           AND status IN (${Prisma.join([...ACTIVE_STATUSES])}) ORDER BY created_at ASC LIMIT 1`);
+      if (active) return { kind: 'session_busy', activeRunId: active.id };
+    }
+  }
+  const runId = newId('run');
+  const newSession = sessionId ? undefined : newId('ses');
+  const [row] = await sql.query<RunSqlRow>(Prisma.sql`
+    WITH ${newSession ? Prisma.sql`session AS (
+           INSERT INTO sessions (id, tenant_id, metadata, created_at)
+           VALUES (${newSession}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())),` : Prisma.empty}
+         run AS (
+           INSERT INTO runs (id, tenant_id, session_id, parent_run_id, status, input, options, option_sources,
+                             idempotency_key, request_id, created_at, dispatched_at)
+           VALUES (${runId}, ${tenantId}, ${sessionId ?? newSession}, ${input.parentRunId ?? null}, 'queued', ${input.input},
+                   ${JSON.stringify(input.options)}::jsonb, ${input.optionSources ? JSON.stringify(input.optionSources) : null}::jsonb,
+                   ${input.idempotencyKey ?? null}, ${input.requestId ?? null}, clock_timestamp(), clock_timestamp())
+           RETURNING ${RUN_COLUMNS}),
+         events AS (${insertEventsSql(tenantId, runId, [{ type: 'run.queued', data: { session_id: sessionId ?? newSession } }])})
+    SELECT * FROM run`);
+  return { kind: 'created', run: toRun(row) };
 }
 
 /**
