@@ -160,11 +160,11 @@ export class PrismaService {
     const outer = this.scopes.getStore();
     if (outer?.open) return this.nested(outer, tenantId, (tx) => tx.$queryRaw<T[]>(sql));
     const client = await this.tenantPool.connect();
-    const text =
-      `BEGIN READ ONLY; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true);\n` +
-      `${withLiterals(client, sql)};\nCOMMIT`;
     let broken: Error | undefined;
     try {
+      const text =
+        `BEGIN READ ONLY; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true);\n` +
+        `${withLiterals(client, sql)};\nCOMMIT`;
       const results = (await client.query(text)) as unknown as QueryResult[];
       return results[2].rows as T[];
     } catch (err) {
