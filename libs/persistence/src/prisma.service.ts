@@ -71,7 +71,8 @@ const IDLE_TIMEOUT_MS = 5 * 60_000;
  * The database connections. Repositories reach tables only through `tenant()` (one
  * tenant's rows: the transaction sets `app.tenant_id`, which the row-level security policies
  * compare with each row's tenant id) or `system()` (deployment-wide work: authentication,
- * admin, the executor's sweeps), which uses a separate pool as the runbox_system role.
+ * admin, the executor's sweeps), which uses a separate pool as the runbox_system role;
+ * `tenantSql`, `tenantRead` and `systemSql` are the same for raw SQL, without Prisma.
  */
 export class PrismaService {
   readonly client: PrismaClient;
