@@ -1,7 +1,8 @@
 /**
  * Loaded into a bench stack's service (`node -r`) to count the statements it sends to
  * Postgres (every `query` of a pg client, BEGIN and COMMIT included, whichever pool or
- * Prisma adapter sent it) and the transactions they make (an explicit BEGIN, or a
+ * Prisma adapter sent it; a query of several statements, such as a whole read-only
+ * transaction sent at once, counts once) and the transactions they make (an explicit BEGIN, or a
  * statement outside one), and the most connections in a transaction at the same moment.
  * On SIGWINCH (ignored by default, and not one of the signals Nest's shutdown hooks stop
  * on) the process writes `{ seq, statements, transactions, peakInTransaction }` to the file
@@ -30,8 +31,9 @@ if (file) {
     if (log) appendFileSync(log, `${process.pid} ${String(text).replace(/\s+/g, ' ').slice(0, 160)}\n`);
     if (verb === 'BEGIN' || verb === 'START') {
       transactions++;
-      inTransaction.add(this);
-      peakInTransaction = Math.max(peakInTransaction, inTransaction.size);
+      // A whole transaction sent as one query (`BEGIN; ...; COMMIT`) leaves none open.
+      if (!/;\s*COMMIT\s*;?\s*$/i.test(text as string)) inTransaction.add(this);
+      peakInTransaction = Math.max(peakInTransaction, inTransaction.size + (inTransaction.has(this) ? 0 : 1));
     } else if (verb === 'COMMIT' || verb === 'END' || (verb === 'ROLLBACK' && !/^\s*ROLLBACK\s+TO\b/i.test(text as string))) {
       inTransaction.delete(this);
     } else if (!inTransaction.has(this)) {

@@ -1,15 +1,30 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Prisma, PrismaClient } from '@prisma/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Client, ClientConfig, PoolConfig } from 'pg';
+import { Client, ClientConfig, Pool, PoolClient, PoolConfig, QueryResult } from 'pg';
 
 export type Tx = Prisma.TransactionClient;
+
+/**
+ * A transaction for raw SQL only (`tenantSql`, `systemSql`). Results come as pg gives
+ * them: cast counts and other bigints to `::int` in the statement, so they read the same
+ * whether the work runs on its own connection or joins a Prisma transaction.
+ */
+export interface SqlTx {
+  query<T>(sql: Prisma.Sql): Promise<T[]>;
+}
 
 export interface DatabaseUrls {
   /** Tenant work, as a role that row-level security holds (runbox_app). */
   url: string;
   /** Deployment-wide work, as runbox_system. Defaults to `url` (tests of one repository). */
   systemUrl?: string;
+}
+
+/** A transaction-scoped advisory lock: `pg_advisory_xact_lock(classId, hashtext(name))`. */
+export interface AdvisoryLock {
+  classId: number;
+  name: string;
 }
 
 /** Connections each pool keeps at most (see docs/operations.md, "Connection pools"). */
@@ -56,17 +71,23 @@ const IDLE_TIMEOUT_MS = 5 * 60_000;
  * The database connections. Repositories reach tables only through `tenant()` (one
  * tenant's rows: the transaction sets `app.tenant_id`, which the row-level security policies
  * compare with each row's tenant id) or `system()` (deployment-wide work: authentication,
- * admin, the executor's sweeps), which uses a separate pool as the runbox_system role.
+ * admin, the executor's sweeps), which uses a separate pool as the runbox_system role;
+ * `tenantSql`, `tenantRead` and `systemSql` are the same for raw SQL, without Prisma.
  */
 export class PrismaService {
   readonly client: PrismaClient;
   private readonly systemClient: PrismaClient;
+  /** The pools under both clients, which raw SQL transactions share with Prisma. */
+  private readonly tenantPool: Pool;
+  private readonly systemPool: Pool;
   private readonly scopes = new AsyncLocalStorage<TenantScope>();
 
   constructor(urls: DatabaseUrls | string, pools: PoolSizes = DEFAULT_POOL_SIZES) {
     const { url, systemUrl } = typeof urls === 'string' ? { url: urls, systemUrl: undefined } : urls;
-    this.client = new PrismaClient({ adapter: new PrismaPg(poolConfig(url, pools.tenant)) });
-    this.systemClient = systemUrl ? new PrismaClient({ adapter: new PrismaPg(poolConfig(systemUrl, pools.system)) }) : this.client;
+    this.tenantPool = newPool(url, pools.tenant);
+    this.systemPool = systemUrl ? newPool(systemUrl, pools.system) : this.tenantPool;
+    this.client = new PrismaClient({ adapter: new PrismaPg(this.tenantPool) });
+    this.systemClient = systemUrl ? new PrismaClient({ adapter: new PrismaPg(this.systemPool) }) : this.client;
   }
 
   /** The services' connection: refuses to start on a tenant role that could bypass isolation. */
@@ -99,6 +120,71 @@ export class PrismaService {
         scope.open = false;
       }
     }, TRANSACTION_OPTIONS);
+  }
+
+  /**
+   * tenant() for work that is raw SQL only: the same transaction with the same
+   * `app.tenant_id`, on a connection of the same pool, sent straight through pg. Prisma
+   * spends about as much CPU on each statement of an interactive transaction as the
+   * statement's round trip costs (its transaction manager, the query interpreter, its
+   * tracing), which on a run's path is most of the gateway's work; here the BEGIN and the
+   * setting go in one round trip. Inside an open tenant() of the same tenant it joins that
+   * transaction in a savepoint, as tenant() does. `work` must not start other tenant work
+   * of its own: that would be a transaction (and a connection) of its own.
+   */
+  async tenantSql<T>(tenantId: string, work: (sql: SqlTx) => Promise<T>, options: { advisoryLock?: AdvisoryLock } = {}): Promise<T> {
+    const { advisoryLock: lock } = options;
+    const outer = this.scopes.getStore();
+    if (outer?.open) {
+      return this.nested(outer, tenantId, async (tx) => {
+        if (lock) await tx.$executeRaw`SELECT pg_advisory_xact_lock(${lock.classId}::int, hashtext(${lock.name}))`;
+        return work(prismaSqlTx(tx));
+      });
+    }
+    const client = await this.tenantPool.connect();
+    // Prisma ends an interactive transaction after TRANSACTION_OPTIONS.timeout; here each
+    // statement is bounded by as much.
+    let begin = `BEGIN; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true)`;
+    // A statement of its own, so the work's first statement begins after the lock is granted.
+    if (lock) begin += `; SELECT pg_advisory_xact_lock(${Math.trunc(lock.classId)}, hashtext(${client.escapeLiteral(lock.name)}))`;
+    return inTransaction(client, begin, work);
+  }
+
+  /**
+   * One read-only statement of tenant work in one round trip: BEGIN, the tenant setting,
+   * the statement and COMMIT go to Postgres as one simple query, the statement's values
+   * written into it as escaped literals (strings, finite numbers, booleans and null only).
+   * A transaction of three round trips becomes one, for the reads every live event stream
+   * and every run's tool listing make. Inside an open tenant() it joins that transaction.
+   */
+  async tenantRead<T>(tenantId: string, sql: Prisma.Sql): Promise<T[]> {
+    const outer = this.scopes.getStore();
+    if (outer?.open) return this.nested(outer, tenantId, (tx) => tx.$queryRaw<T[]>(sql));
+    const client = await this.tenantPool.connect();
+    let broken: Error | undefined;
+    try {
+      const text =
+        `BEGIN READ ONLY; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true);\n` +
+        `${withLiterals(client, sql)};\nCOMMIT`;
+      const results = (await client.query(text)) as unknown as QueryResult[];
+      return results[2].rows as T[];
+    } catch (err) {
+      // The failed statement left the transaction open and aborted.
+      await client.query('ROLLBACK').catch((e: unknown) => {
+        broken = e instanceof Error ? e : new Error(String(e));
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * One statement of deployment-wide work, outside any transaction (a read of one statement
+   * needs none): one round trip instead of three.
+   */
+  async systemSql<T>(sql: Prisma.Sql): Promise<T[]> {
+    return this.scopes.exit(async () => (await this.systemPool.query(sql.text, sql.values)).rows as T[]);
   }
 
   /** Deployment-wide work that is not on behalf of one tenant. */
@@ -146,6 +232,8 @@ export class PrismaService {
   async close(): Promise<void> {
     await this.client.$disconnect();
     if (this.systemClient !== this.client) await this.systemClient.$disconnect();
+    await this.tenantPool.end();
+    if (this.systemPool !== this.tenantPool) await this.systemPool.end();
   }
 
   private nested<T>(scope: TenantScope, tenantId: string, work: (tx: Tx) => Promise<T>): Promise<T> {
@@ -177,6 +265,48 @@ export class PrismaService {
   }
 }
 
+/** Runs `work` between `begin` and COMMIT on the client, rolling back when it fails; releases the client. */
+async function inTransaction<T>(client: PoolClient, begin: string, work: (sql: SqlTx) => Promise<T>): Promise<T> {
+  // A connection whose ROLLBACK failed is broken: the pool drops it rather than lend it again.
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    const result = await work({ query: async <R>(sql: Prisma.Sql) => (await client.query(sql.text, sql.values)).rows as R[] });
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((e: unknown) => {
+      broken = e instanceof Error ? e : new Error(String(e));
+    });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** The statement with its values written in as literals (see PrismaService.tenantRead). */
+function withLiterals(client: PoolClient, sql: Prisma.Sql): string {
+  let text = sql.strings[0];
+  sql.values.forEach((value, i) => {
+    text += literal(client, value) + sql.strings[i + 1];
+  });
+  return text;
+}
+
+function literal(client: PoolClient, value: unknown): string {
+  if (value === null) return 'NULL';
+  // A NUL would end the query text early (Postgres cannot store one in text anyway).
+  if (typeof value === 'string' && !value.includes('\0')) return client.escapeLiteral(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'number' && Number.isFinite(value)) return `(${value})`;
+  throw new Error(`tenantRead takes strings without NUL, finite numbers, booleans and null as values, not this ${typeof value}`);
+}
+
+/** A Prisma transaction as a SqlTx, for raw SQL helpers that serve both kinds of transaction. */
+export function prismaSqlTx(tx: Tx): SqlTx {
+  return { query: <R>(sql: Prisma.Sql) => tx.$queryRaw<R[]>(sql) };
+}
+
 /**
  * pg applies one `connectionTimeoutMillis` to two waits: for a free connection of a full
  * pool, and for a new connection to open. The pool gets the longer wait; each connection
@@ -188,6 +318,11 @@ class PromptClient extends Client {
   }
 }
 
-function poolConfig(connectionString: string, max: number): PoolConfig {
-  return { connectionString, max, connectionTimeoutMillis: POOL_WAIT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS, Client: PromptClient as unknown as PoolConfig['Client'] };
+function newPool(connectionString: string, max: number): Pool {
+  const config: PoolConfig = { connectionString, max, connectionTimeoutMillis: POOL_WAIT_MS, idleTimeoutMillis: IDLE_TIMEOUT_MS, Client: PromptClient as unknown as PoolConfig['Client'] };
+  const pool = new Pool(config);
+  // An idle connection the server closed (a restart) is dropped by the pool and opened
+  // again when next needed; unheard, its 'error' would end the process.
+  pool.on('error', () => undefined);
+  return pool;
 }

@@ -55,9 +55,8 @@ export class McpServersRepository {
   }
 
   async list(tenantId: string): Promise<McpServerRow[]> {
-    // Raw SQL: every run lists these before each model turn, and an ORM statement costs a
-    // query compilation in the gateway.
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<StoredRow[]>`
+    // One round trip (PrismaService.tenantRead): every run lists these before each model turn.
+    const rows = await this.db.tenantRead<StoredRow>(tenantId, Prisma.sql`
       SELECT id, tenant_id AS "tenantId", name, transport, url, command, args, header_names AS "headerNames", env_names AS "envNames",
              secrets, version, status, last_error AS "lastError", last_error_at AS "lastErrorAt", last_success_at AS "lastSuccessAt",
              created_at AS "createdAt", updated_at AS "updatedAt"

@@ -56,9 +56,8 @@ export class OpenApiServicesRepository {
   }
 
   async list(tenantId: string): Promise<OpenApiServiceRow[]> {
-    // Raw SQL: every run lists these before each model turn, and an ORM statement costs a
-    // query compilation in the gateway.
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<StoredRow[]>`
+    // One round trip (PrismaService.tenantRead): every run lists these before each model turn.
+    const rows = await this.db.tenantRead<StoredRow>(tenantId, Prisma.sql`
       SELECT id, tenant_id AS "tenantId", name, spec_url AS "specUrl", document, auth_type AS "authType", auth, created_at AS "createdAt"
         FROM openapi_services WHERE tenant_id = ${tenantId} ORDER BY name ASC`);
     return rows.map(toRow);

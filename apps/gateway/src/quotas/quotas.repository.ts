@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ADVISORY_LOCK, PrismaService, Tx } from '@app/persistence';
+import { ADVISORY_LOCK, PrismaService, prismaSqlTx, SqlTx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { TenantUsage } from './quota-check';
 import { parseStoredLimits, TenantLimits } from './tenant-limits';
@@ -35,13 +35,28 @@ export class QuotasRepository {
       // A statement of its own after the lock's: a statement sees what was committed when
       // it began, so only one that begins after the lock is granted counts the previous
       // holder's rows.
-      return work(await this.readState(tx, tenantId));
+      return work(await this.readState(prismaSqlTx(tx), tenantId));
+    });
+  }
+
+  /**
+   * withQuotaLock for work that is raw SQL (PrismaService.tenantSql), which gets the
+   * transaction: the lock is taken in the round trip that begins it.
+   */
+  withQuotaLockSql<T>(tenantId: string, work: (state: QuotaState, sql: SqlTx) => Promise<T>): Promise<T> {
+    return this.db.tenantSql(tenantId, async (sql) => work(await this.readState(sql, tenantId), sql), {
+      advisoryLock: { classId: ADVISORY_LOCK.tenantQuota, name: tenantId },
     });
   }
 
   /** What the tenant uses now, in the transaction that holds its quota lock. */
   async usage(tenantId: string): Promise<TenantUsage> {
-    const state = await this.db.tenant(tenantId, (tx) => this.readState(tx, tenantId, true));
+    return this.db.tenant(tenantId, (tx) => this.usageIn(prismaSqlTx(tx), tenantId));
+  }
+
+  /** usage() in the given transaction. */
+  async usageIn(sql: SqlTx, tenantId: string): Promise<TenantUsage> {
+    const state = await this.readState(sql, tenantId, true);
     if (!state.usage) throw new Error(`tenant ${tenantId} was not found`);
     return state.usage;
   }
@@ -50,18 +65,18 @@ export class QuotasRepository {
    * The limits and (when one is counted, or `always`) the usage in one statement. The
    * counts are in CASE branches: Postgres runs an uncounted branch's subqueries not at all.
    */
-  private async readState(tx: Tx, tenantId: string, always = false): Promise<QuotaState> {
+  private async readState(sql: SqlTx, tenantId: string, always = false): Promise<QuotaState> {
     const counted = always ? Prisma.sql`true` : ANY_COUNTED_LIMIT;
     const window = Prisma.sql`runs WHERE tenant_id = ${tenantId} AND parent_run_id IS NULL AND created_at > clock_timestamp() - make_interval(secs => ${RATE_WINDOW_SECONDS})`;
-    const [row] = await tx.$queryRaw<Array<{ limits: unknown; sessions: bigint | null; active_runs: bigint | null; recent_runs: bigint | null; reset_seconds: number | null }>>`
+    const [row] = await sql.query<{ limits: unknown; sessions: number | null; active_runs: number | null; recent_runs: number | null; reset_seconds: number | null }>(Prisma.sql`
       SELECT t.limits,
-             CASE WHEN ${counted} THEN (SELECT count(*) FROM sessions WHERE tenant_id = ${tenantId} AND status = 'active') END AS sessions,
-             CASE WHEN ${counted} THEN (SELECT count(*) FROM runs WHERE tenant_id = ${tenantId} AND parent_run_id IS NULL
+             CASE WHEN ${counted} THEN (SELECT count(*)::int FROM sessions WHERE tenant_id = ${tenantId} AND status = 'active') END AS sessions,
+             CASE WHEN ${counted} THEN (SELECT count(*)::int FROM runs WHERE tenant_id = ${tenantId} AND parent_run_id IS NULL
                                           AND status IN ('queued', 'running', 'requires_approval')) END AS active_runs,
-             CASE WHEN ${counted} THEN (SELECT count(*) FROM ${window}) END AS recent_runs,
+             CASE WHEN ${counted} THEN (SELECT count(*)::int FROM ${window}) END AS recent_runs,
              CASE WHEN ${counted} THEN (SELECT ceil(extract(epoch FROM min(created_at) + make_interval(secs => ${RATE_WINDOW_SECONDS}) - clock_timestamp()))::int
                                           FROM ${window}) END AS reset_seconds
-        FROM tenants t WHERE t.id = ${tenantId}`;
+        FROM tenants t WHERE t.id = ${tenantId}`);
     const limits = parseStoredLimits(row?.limits);
     if (!row || row.sessions === null || row.active_runs === null || row.recent_runs === null) return { limits };
     return {

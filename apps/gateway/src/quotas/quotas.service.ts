@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, ErrorCode } from '@app/errors';
-import { exceededLimit, roomForOneMore } from './quota-check';
-import { QuotasRepository } from './quotas.repository';
+import { SqlTx } from '@app/persistence';
+import { exceededLimit, roomForOneMore, TenantUsage } from './quota-check';
+import { QuotasRepository, QuotaState } from './quotas.repository';
 import { TenantLimits } from './tenant-limits';
 
 /**
@@ -22,17 +23,26 @@ export class QuotasService {
    * needed (roomForOneMore) and is not taken.
    */
   admit<T>(tenantId: string, create: () => Promise<T>): Promise<T> {
-    return this.quotas.withQuotaLock(tenantId, async ({ limits, usage: before }) => {
-      if (!hasCountedLimit(limits) || !before) return create();
-      const result = await create();
-      if (roomForOneMore(limits, before)) return result;
-      const exceeded = exceededLimit(limits, before, await this.quotas.usage(tenantId));
-      if (exceeded) {
-        const code = exceeded.limit === 'runs_per_minute' ? ErrorCode.RateLimited : ErrorCode.QuotaExceeded;
-        throw new AppError(code, exceeded.message, { limit: exceeded.limit, max: exceeded.max, current: exceeded.current }, exceeded.retryAfterSeconds);
-      }
-      return result;
-    });
+    return this.quotas.withQuotaLock(tenantId, (state) => this.admitUnderLock(state, create, () => this.quotas.usage(tenantId)));
+  }
+
+  /** admit() for a `create` that is raw SQL (PrismaService.tenantSql): it gets the transaction. */
+  admitSql<T>(tenantId: string, create: (sql: SqlTx) => Promise<T>): Promise<T> {
+    return this.quotas.withQuotaLockSql(tenantId, (state, sql) =>
+      this.admitUnderLock(state, () => create(sql), () => this.quotas.usageIn(sql, tenantId)),
+    );
+  }
+
+  private async admitUnderLock<T>({ limits, usage: before }: QuotaState, create: () => Promise<T>, usageNow: () => Promise<TenantUsage>): Promise<T> {
+    if (!hasCountedLimit(limits) || !before) return create();
+    const result = await create();
+    if (roomForOneMore(limits, before)) return result;
+    const exceeded = exceededLimit(limits, before, await usageNow());
+    if (exceeded) {
+      const code = exceeded.limit === 'runs_per_minute' ? ErrorCode.RateLimited : ErrorCode.QuotaExceeded;
+      throw new AppError(code, exceeded.message, { limit: exceeded.limit, max: exceeded.max, current: exceeded.current }, exceeded.retryAfterSeconds);
+    }
+    return result;
   }
 }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
+import { Prisma } from '@prisma/client';
 import { parseStoredRunDefaults, RunDefaults } from './run-defaults';
 
 /**
@@ -12,20 +13,18 @@ export class RunDefaultsRepository {
   constructor(private readonly db: PrismaService) {}
 
   async forRun(tenantId: string, apiKeyId: string | undefined): Promise<{ tenant: RunDefaults | null; apiKey: RunDefaults | null }> {
-    // One raw statement: read for every new run, and an ORM statement costs a query compilation.
-    const [row] = await this.db.system((tx) =>
-      tx.$queryRaw<Array<{ tenant: unknown; api_key: unknown }>>`
-        SELECT t.run_defaults AS tenant,
-               (SELECT k.run_defaults FROM api_keys k WHERE k.id = ${apiKeyId ?? null}::text AND k.tenant_id = t.id) AS api_key
-          FROM tenants t WHERE t.id = ${tenantId}`,
-    );
+    // One statement outside a transaction: read for every new run.
+    const [row] = await this.db.systemSql<{ tenant: unknown; api_key: unknown }>(Prisma.sql`
+      SELECT t.run_defaults AS tenant,
+             (SELECT k.run_defaults FROM api_keys k WHERE k.id = ${apiKeyId ?? null}::text AND k.tenant_id = t.id) AS api_key
+        FROM tenants t WHERE t.id = ${tenantId}`);
     return { tenant: parseStoredRunDefaults(row?.tenant), apiKey: parseStoredRunDefaults(row?.api_key) };
   }
 
   /** The tools the tenant's operator marked as needing approval in every run of the tenant. */
   async approvalRequired(tenantId: string): Promise<ReadonlySet<string>> {
-    // Raw SQL: read at every run's start, and an ORM statement costs a query compilation.
-    const [tenant] = await this.db.system((tx) => tx.$queryRaw<Array<{ approval_required: string[] }>>`SELECT approval_required FROM tenants WHERE id = ${tenantId}`);
+    // One statement outside a transaction: read at every run's start.
+    const [tenant] = await this.db.systemSql<{ approval_required: string[] }>(Prisma.sql`SELECT approval_required FROM tenants WHERE id = ${tenantId}`);
     return new Set(tenant?.approval_required ?? []);
   }
 }

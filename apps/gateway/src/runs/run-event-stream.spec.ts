@@ -1,10 +1,9 @@
+import { ErrorCode } from '@app/errors';
 import { EventEmitter } from 'node:events';
 import type { Request, Response } from 'express';
 import { RunEventStream } from './run-event-stream';
-import type { RunEventView } from './run-events.repository';
+import type { RunEventsRead, RunEventView } from './run-events.repository';
 import type { RunEventsService } from './run-events.service';
-import type { RunsService } from './runs.service';
-import type { RunView } from './runs.repository';
 
 const TENANT = 'ten_1';
 const RUN = 'run_1';
@@ -31,36 +30,63 @@ describe('RunEventStream', () => {
   it('sends an event announced while it was reading, not waiting, without waiting for the keepalive', async () => {
     const completed: RunEventView = { seq: 2, type: 'run.completed', data: { output: 'done' }, createdAt: new Date() };
     let stored: RunEventView[] = [];
+    let status: RunEventsRead['status'] = 'running';
     let onNotice: () => void = () => undefined;
-    let statusReads = 0;
-    const runs = {
-      // The stream's status check is where the run ends: its last event is stored and
-      // announced after the stream's read found nothing and before it starts to wait.
-      get: async () => {
-        statusReads++;
-        if (statusReads === 2) {
-          stored = [completed];
-          onNotice();
-        }
-        return { id: RUN, status: 'running' } as RunView;
-      },
-    } as unknown as RunsService;
+    let reads = 0;
     const events = {
       watch: (_runId: string, notice: () => void) => {
         onNotice = notice;
         return { unsubscribe: () => undefined };
       },
       watching: async () => undefined,
-      after: async (_tenantId: string, _runId: string, seq: number) => stored.filter((e) => e.seq > seq),
+      // The run ends while the stream's first read is on its way: its read found the run
+      // running with nothing new, and the last event is stored and announced before the
+      // stream starts to wait.
+      read: async (_tenantId: string, _runId: string, seq: number): Promise<RunEventsRead> => {
+        const result = { status, events: stored.filter((e) => e.seq > seq) };
+        if (++reads === 1) {
+          stored = [completed];
+          status = 'completed';
+          onNotice();
+        }
+        return result;
+      },
     } as unknown as RunEventsService;
     const { res, written, ended } = fakeResponse();
 
-    const sending = new RunEventStream(runs, events).send(TENANT, RUN, 1, new EventEmitter() as unknown as Request, res);
+    const sending = new RunEventStream(events).send(TENANT, RUN, 1, new EventEmitter() as unknown as Request, res);
     // No timer moves: only the notice can wake the stream.
     for (let i = 0; i < 20 && !ended(); i++) await new Promise((resolve) => setImmediate(resolve));
 
     expect(ended()).toBe(true);
     expect(written.join('')).toContain('event: run.completed');
     await sending;
+  });
+
+  it('ends at once for a run that ended before the position it resumes from', async () => {
+    const events = {
+      watch: () => ({ unsubscribe: () => undefined }),
+      watching: async () => undefined,
+      read: async (): Promise<RunEventsRead> => ({ status: 'completed', events: [] }),
+    } as unknown as RunEventsService;
+    const { res, written, ended } = fakeResponse();
+
+    await new RunEventStream(events).send(TENANT, RUN, 5, new EventEmitter() as unknown as Request, res);
+    expect(ended()).toBe(true);
+    expect(written).toEqual([]);
+  });
+
+  it('answers 404, with no header sent and its subscription closed, for a run the tenant does not have', async () => {
+    let unsubscribed = false;
+    const events = {
+      watch: () => ({ unsubscribe: () => (unsubscribed = true) }),
+      watching: async () => undefined,
+      read: async () => null,
+    } as unknown as RunEventsService;
+    const res = { writeHead: jest.fn(), flushHeaders: jest.fn(), write: jest.fn(), end: jest.fn() } as unknown as Response;
+
+    await expect(new RunEventStream(events).send(TENANT, RUN, 0, new EventEmitter() as unknown as Request, res)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    expect(res.writeHead).not.toHaveBeenCalled();
+    expect(unsubscribed).toBe(true);
   });
 });

@@ -1,13 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
+import { Prisma } from '@prisma/client';
 import { appendEventsTx, lockRun, NewEvent } from './run-tx';
-import { isTerminal } from './run-status';
+import { isTerminal, RunStatus } from './run-status';
 
 export interface RunEventView {
   seq: number;
   type: string;
   data: Record<string, unknown>;
   createdAt: Date;
+}
+
+/** What an event stream reads at each wake-up. */
+export interface RunEventsRead {
+  status: RunStatus;
+  events: RunEventView[];
 }
 
 /** A run's events, numbered without gaps under the run's lock. */
@@ -24,12 +31,25 @@ export class RunEventsRepository {
     });
   }
 
-  async eventsAfter(tenantId: string, runId: string, afterSeq: number, limit = 500): Promise<RunEventView[]> {
-    // Raw SQL: every live stream reads here after each event, and an ORM statement costs a
-    // query compilation in the gateway.
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ seq: number; type: string; data: Record<string, unknown>; created_at: Date }>>`
-      SELECT seq, type, data, created_at FROM run_events
-       WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq > ${afterSeq} ORDER BY seq ASC LIMIT ${limit}`);
-    return rows.map((r) => ({ seq: r.seq, type: r.type, data: r.data, createdAt: r.created_at }));
+  /**
+   * The run's status and its events after `afterSeq` (up to `limit`), as of one moment:
+   * a terminal status comes with every event up to the terminal one. Null when the tenant
+   * has no such run. One statement in one round trip: every live stream reads here after
+   * each event.
+   */
+  async read(tenantId: string, runId: string, afterSeq: number, limit = 500): Promise<RunEventsRead | null> {
+    const rows = await this.db.tenantRead<{ status: string; seq: number | null; type: string; data: Record<string, unknown>; created_at: Date }>(
+      tenantId,
+      Prisma.sql`
+      SELECT r.status, e.seq, e.type, e.data, e.created_at
+        FROM runs r
+        LEFT JOIN LATERAL (SELECT seq, type, data, created_at FROM run_events
+                            WHERE run_id = r.id AND tenant_id = r.tenant_id AND seq > ${afterSeq}::bigint ORDER BY seq ASC LIMIT ${limit}::int) e ON true
+       WHERE r.id = ${runId} AND r.tenant_id = ${tenantId}
+       ORDER BY e.seq ASC`,
+    );
+    if (rows.length === 0) return null;
+    const events = rows.filter((r) => r.seq !== null).map((r) => ({ seq: r.seq as number, type: r.type, data: r.data, createdAt: r.created_at }));
+    return { status: rows[0].status as RunStatus, events };
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { runEventNoticeContract, runEventsSubject } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { NewEvent } from './run-tx';
-import { RunEventsRepository, RunEventView } from './run-events.repository';
+import { RunEventsRead, RunEventsRepository } from './run-events.repository';
 
 /**
  * A run's events: stored in Postgres (the run's row lock numbers them without gaps, across
@@ -26,8 +26,9 @@ export class RunEventsService {
     this.nats.publish(runEventNoticeContract, { run_id: runId, seq: seqs[seqs.length - 1] }, runEventsSubject(runId));
   }
 
-  after(tenantId: string, runId: string, seq: number): Promise<RunEventView[]> {
-    return this.runs.eventsAfter(tenantId, runId, seq);
+  /** The run's status with its events after `seq`, as of one moment; null for a run the tenant does not have. */
+  read(tenantId: string, runId: string, seq: number, limit?: number): Promise<RunEventsRead | null> {
+    return this.runs.read(tenantId, runId, seq, limit);
   }
 
   /** Resolves once NATS has every subscription `watch` made so far: later notices reach them. */

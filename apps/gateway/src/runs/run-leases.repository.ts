@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
-import { lockRun } from './run-tx';
+import { Prisma } from '@prisma/client';
+import { lockRunSql } from './run-tx';
 import { isTerminal, RunStatus } from './run-status';
 import { RUN_COLUMNS, RunSqlRow, RunView, toRun } from './runs.repository';
 import { WorkerHolds } from './worker-share';
@@ -20,36 +21,35 @@ export class RunLeasesRepository {
    * retries after it would lapse); a lapsed one is taken over and counted as a recovery.
    */
   async claim(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.db.tenant(tenantId, async (tx) => {
-      const locked = await lockRun(tx, tenantId, runId);
+    return this.db.tenantSql(tenantId, async (sql) => {
+      const locked = await lockRunSql(sql, tenantId, runId);
       if (!locked || isTerminal(locked.status)) return { kind: 'finished' as const };
       const heldByOther = locked.leaseOwner !== null && locked.leaseOwner !== owner;
       if (heldByOther && locked.leaseExpiresAt && locked.leaseExpiresAt > locked.now) {
         return { kind: 'held' as const, retryInMs: locked.leaseExpiresAt.getTime() - locked.now.getTime() + 500 };
       }
       const recovered = heldByOther && locked.status === 'running';
-      // Raw SQL on the hot path: an ORM statement costs a query compilation in the gateway.
-      const [row] = await tx.$queryRaw<RunSqlRow[]>`
-        UPDATE runs SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs} * interval '1 millisecond',
-               recoveries = recoveries + ${recovered ? 1 : 0}
+      const [row] = await sql.query<RunSqlRow>(Prisma.sql`
+        UPDATE runs SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
+               recoveries = recoveries + ${recovered ? 1 : 0}::int
          WHERE id = ${runId} AND tenant_id = ${tenantId}
-        RETURNING ${RUN_COLUMNS}`;
+        RETURNING ${RUN_COLUMNS}`);
       return { kind: 'claimed' as const, run: toRun(row), recovered, recoveries: row.recoveries };
     });
   }
 
   /** Extends this worker's claim; returns the run's status, or null when the claim was lost. */
   async renewLease(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<RunStatus | null> {
-    const rows = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<Array<{ status: string }>>`
-      UPDATE runs SET lease_expires_at = now() + ${leaseMs} * interval '1 millisecond'
+    const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<{ status: string }>(Prisma.sql`
+      UPDATE runs SET lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
        WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}
-       RETURNING status`);
+       RETURNING status`));
     return (rows[0]?.status as RunStatus | undefined) ?? null;
   }
 
   async releaseLease(tenantId: string, runId: string, owner: string): Promise<void> {
-    await this.db.tenant(tenantId, (tx) => tx.$executeRaw`
-      UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}`);
+    await this.db.tenantSql(tenantId, (sql) => sql.query(Prisma.sql`
+      UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}`));
   }
 
   /** Notes that the run was put on the queue now; with `unlessSince`, only if nobody else did since then. */
@@ -72,7 +72,7 @@ export class RunLeasesRepository {
    * their parent's worker.
    */
   async workerHoldsElsewhere(replica: string): Promise<WorkerHolds> {
-    const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ tenant_id: string; held: number; replicas: number }>>`
+    const rows = await this.db.systemSql<{ tenant_id: string; held: number; replicas: number }>(Prisma.sql`
       WITH live AS (
         SELECT tenant_id, split_part(lease_owner, '/', 1) AS replica FROM runs
          WHERE status IN ('queued', 'running', 'requires_approval') AND parent_run_id IS NULL

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService, Tx } from '@app/persistence';
+import { PrismaService, SqlTx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { MessageView } from '../sessions/sessions.repository';
 import { shortenedToolResult, toolResultAllowance } from './context-budget';
@@ -31,7 +31,7 @@ export class RunMessagesRepository {
    * gateway's memory grows with the size of stored results.
    */
   async modelContext(tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>, budgetChars: number): Promise<MessageView[]> {
-    return this.db.tenant(tenantId, (tx) => readModelContext(tx, tenantId, run, budgetChars));
+    return this.db.tenantSql(tenantId, (sql) => readModelContext(sql, tenantId, run, budgetChars));
   }
 
   /** The run's last assistant message, if it has one. */
@@ -45,17 +45,17 @@ export class RunMessagesRepository {
 }
 
 /** RunMessagesRepository.modelContext within a transaction of the tenant that is open already. */
-export async function readModelContext(tx: Tx, tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>, budgetChars: number): Promise<MessageView[]> {
+export async function readModelContext(sql: SqlTx, tenantId: string, run: Pick<RunView, 'id' | 'sessionId' | 'parentRunId'>, budgetChars: number): Promise<MessageView[]> {
   const scope = run.parentRunId
     ? Prisma.sql`m.run_id = ${run.id}`
     : Prisma.sql`m.session_id = ${run.sessionId} AND (m.run_id IS NULL OR m.run_id NOT IN (
         SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NOT NULL))`;
   // First the messages without their tool results' text, then each result's allowed head.
-  const rows = await tx.$queryRaw<ContextRow[]>`
+  const rows = await sql.query<ContextRow>(Prisma.sql`
     SELECT m.id, m.run_id, m.role, m.tool_calls, m.tool_call_id, m.created_at,
            coalesce(char_length(m.content), 0)::int AS chars,
            CASE WHEN m.role = 'tool' THEN NULL ELSE m.content END AS content
-      FROM messages m WHERE m.tenant_id = ${tenantId} AND ${scope} ORDER BY m.seq ASC`;
+      FROM messages m WHERE m.tenant_id = ${tenantId} AND ${scope} ORDER BY m.seq ASC`);
   const allowances = new Map<string, number>();
   let newerChars = 0;
   for (const row of [...rows].reverse()) {
@@ -65,10 +65,10 @@ export async function readModelContext(tx: Tx, tenantId: string, run: Pick<RunVi
   }
   const heads = new Map<string, string | null>();
   if (allowances.size > 0) {
-    const found = await tx.$queryRaw<Array<{ id: string; head: string | null }>>`
+    const found = await sql.query<{ id: string; head: string | null }>(Prisma.sql`
       SELECT m.id, left(m.content, a.allowance) AS head
         FROM messages m JOIN unnest(${[...allowances.keys()]}::text[], ${[...allowances.values()]}::int[]) AS a(id, allowance) ON a.id = m.id
-       WHERE m.tenant_id = ${tenantId}`;
+       WHERE m.tenant_id = ${tenantId}`);
     for (const { id, head } of found) heads.set(id, head);
   }
   return rows.map((m) => {

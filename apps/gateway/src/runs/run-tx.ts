@@ -1,5 +1,5 @@
 import { RunEventType } from '@app/contracts';
-import { Tx } from '@app/persistence';
+import { prismaSqlTx, SqlTx, Tx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { RunStatus } from './run-status';
 
@@ -25,11 +25,16 @@ export interface LockedRun {
  * replicas (the worker, a cancel, an approval) never interleave: event numbers stay
  * gap-free and nothing is written after the run's terminal event.
  */
-export async function lockRun(tx: Tx, tenantId: string, runId: string): Promise<LockedRun | null> {
-  const rows = await tx.$queryRaw<
-    Array<{ status: string; session_id: string; parent_run_id: string | null; lease_owner: string | null; lease_expires_at: Date | null; started_at: Date | null; now: Date }>
-  >`SELECT status, session_id, parent_run_id, lease_owner, lease_expires_at, started_at, now() AS now
-      FROM runs WHERE id = ${runId} AND tenant_id = ${tenantId} FOR UPDATE`;
+export function lockRun(tx: Tx, tenantId: string, runId: string): Promise<LockedRun | null> {
+  return lockRunSql(prismaSqlTx(tx), tenantId, runId);
+}
+
+/** lockRun in a raw SQL transaction (PrismaService.tenantSql). */
+export async function lockRunSql(sql: SqlTx, tenantId: string, runId: string): Promise<LockedRun | null> {
+  const rows = await sql.query<{ status: string; session_id: string; parent_run_id: string | null; lease_owner: string | null; lease_expires_at: Date | null; started_at: Date | null; now: Date }>(
+    Prisma.sql`SELECT status, session_id, parent_run_id, lease_owner, lease_expires_at, started_at, now() AS now
+                 FROM runs WHERE id = ${runId} AND tenant_id = ${tenantId} FOR UPDATE`,
+  );
   const row = rows[0];
   if (!row) return null;
   return {

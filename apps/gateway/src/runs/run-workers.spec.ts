@@ -156,11 +156,28 @@ describe('RunWorkers', () => {
     expect(store.run(run.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
     expect(store.run(run.id).leaseExpiresAt).toBe(Date.now() + LEASE_MS);
 
-    loop.executions[0].finish('finished');
+    loop.executions[0].finish('parked');
     await message.settled;
     expect(message.seen.outcome).toBe('ack');
     await workers.beforeApplicationShutdown(); // waits for the worker to let go
     expect(store.run(run.id).leaseOwner).toBeNull();
+  });
+
+  it('sends no release after a run that ended: its ending cleared the lease already', async () => {
+    const { store, loop, workers, deliver } = setUp();
+    const run = store.addRun({ status: 'running' });
+    await workers.onApplicationBootstrap();
+    const message = deliver(run.id);
+    await loop.started();
+    const owner = store.run(run.id).leaseOwner;
+    expect(owner).toMatch(new RegExp(`^${workers.workerId}/`));
+
+    loop.executions[0].finish('finished');
+    await message.settled;
+    await workers.beforeApplicationShutdown();
+    expect(message.seen.outcome).toBe('ack');
+    // The fake loop ended nothing, so a release would have cleared the claim.
+    expect(store.run(run.id).leaseOwner).toBe(owner);
   });
 
   it('renews the claim with each heartbeat and stops the run once another worker has taken it', async () => {

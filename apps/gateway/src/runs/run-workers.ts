@@ -164,6 +164,9 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       this.active.set(runId, controller);
       heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
       const outcome = await this.executeThroughOutages(claim, { tenantId, runId, owner, controller, log, tenantTools });
+      // Every way a run ends (its completion, failure or cancel) clears the lease in the
+      // same statement, so there is nothing left to let go: one transaction less per run.
+      if (outcome === 'finished') claimed = false;
       if (outcome === 'aborted' && this.stopping) {
         await this.runs.releaseLease(tenantId, runId, owner);
         claimed = false;

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { isUniqueViolation, newId, PrismaService } from '@app/persistence';
+import { isUniqueViolation, newId, PrismaService, SqlTx } from '@app/persistence';
 import { Prisma } from '@prisma/client';
 import { OptionSources } from './run-defaults';
 import { MessageView } from '../sessions/sessions.repository';
 import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
-import { appendEventsTx, insertEventsSql, lockRun, NewEvent } from './run-tx';
+import { appendEventsTx, insertEventsSql, lockRun, lockRunSql, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
@@ -88,51 +88,23 @@ export class RunsRepository {
   /**
    * Creates the run (and its session when none was named) in one transaction. The session's
    * row is locked first, so two runs posted at once to one session cannot both find it idle.
-   * With an idempotency key already used, returns that first run instead.
+   * With an idempotency key already used, returns that first run instead. `transaction`
+   * runs the creation: by default a transaction of its own; the quota check passes one
+   * that holds the tenant's quota lock (QuotasService.admitSql).
    */
-  async create(tenantId: string, input: NewRun): Promise<CreateOutcome> {
+  async create(
+    tenantId: string,
+    input: NewRun,
+    transaction: (work: (sql: SqlTx) => Promise<CreateOutcome>) => Promise<CreateOutcome> = (work) => this.db.tenantSql(tenantId, work),
+  ): Promise<CreateOutcome> {
     if (input.idempotencyKey) {
       const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
       if (existing) return { kind: 'existing', run: existing };
     }
     try {
-      return await this.db.tenant(tenantId, async (tx): Promise<CreateOutcome> => {
-        const sessionId = input.sessionId;
-        if (sessionId) {
-          const session = await tx.$queryRaw<Array<{ id: string }>>`
-            SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`;
-          if (session.length === 0) return { kind: 'session_not_found' };
-          if (!input.parentRunId && !input.enqueueWhenBusy) {
-            const active = await tx.run.findFirst({
-              where: { tenantId, sessionId, parentRunId: null, status: { in: [...ACTIVE_STATUSES] } },
-              orderBy: { createdAt: 'asc' },
-              select: { id: true },
-            });
-            if (active) return { kind: 'session_busy', activeRunId: active.id };
-          }
-        }
-        // One statement: the new session (when none was named), the run and its first
-        // event. Raw SQL: the tenant's quota lock is held until the commit, and an ORM
-        // statement costs a query compilation in the gateway.
-        const runId = newId('run');
-        const newSession = sessionId ? undefined : newId('ses');
-        const [row] = await tx.$queryRaw<RunSqlRow[]>`
-          WITH ${newSession ? Prisma.sql`session AS (
-                 INSERT INTO sessions (id, tenant_id, metadata, created_at)
-                 VALUES (${newSession}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())),` : Prisma.empty}
-               run AS (
-                 INSERT INTO runs (id, tenant_id, session_id, parent_run_id, status, input, options, option_sources,
-                                   idempotency_key, request_id, created_at, dispatched_at)
-                 VALUES (${runId}, ${tenantId}, ${sessionId ?? newSession}, ${input.parentRunId ?? null}, 'queued', ${input.input},
-                         ${JSON.stringify(input.options)}::jsonb, ${input.optionSources ? JSON.stringify(input.optionSources) : null}::jsonb,
-                         ${input.idempotencyKey ?? null}, ${input.requestId ?? null}, clock_timestamp(), clock_timestamp())
-                 RETURNING ${RUN_COLUMNS}),
-               events AS (${insertEventsSql(tenantId, runId, [{ type: 'run.queued', data: { session_id: sessionId ?? newSession } }])})
-          SELECT * FROM run`;
-        return { kind: 'created', run: toRun(row) };
-      });
+      return await transaction((sql) => createRun(sql, tenantId, input));
     } catch (err) {
-      // Two requests with one key raced: the loser returns the winner's run.
+      // Two requests with one key raced: the loser (its transaction rolled back) returns the winner's run.
       if (input.idempotencyKey && isUniqueViolation(err)) {
         const existing = await this.findByIdempotencyKey(tenantId, input.idempotencyKey);
         if (existing) return { kind: 'existing', run: existing };
@@ -142,7 +114,7 @@ export class RunsRepository {
   }
 
   async find(tenantId: string, id: string): Promise<RunView | null> {
-    const [row] = await this.db.tenant(tenantId, (tx) => tx.$queryRaw<RunSqlRow[]>`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
+    const [row] = await this.db.tenantRead<RunSqlRow>(tenantId, Prisma.sql`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ${id} AND tenant_id = ${tenantId}`);
     return row ? toRun(row) : null;
   }
 
@@ -201,8 +173,8 @@ export class RunsRepository {
    * included) is read in the same transaction rather than in one of its own.
    */
   async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}, contextBudgetChars?: number): Promise<StartOutcome> {
-    return this.db.tenant(tenantId, async (tx): Promise<StartOutcome> => {
-      const locked = await lockRun(tx, tenantId, run.id);
+    return this.db.tenantSql(tenantId, async (sql): Promise<StartOutcome> => {
+      const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
       const events: NewEvent[] = [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
@@ -210,7 +182,7 @@ export class RunsRepository {
       ];
       // A sub-run shares its parent's session and never waits for the parent's runs.
       const earlier = run.parentRunId ? Prisma.sql`SELECT 0 AS n` : earlierActiveRunsSql(tenantId, run);
-      const [row] = await tx.$queryRaw<Array<{ earlier: number; seqs: number[]; executor_id: string | null }>>`
+      const [row] = await sql.query<{ earlier: number; seqs: number[]; executor_id: string | null }>(Prisma.sql`
         WITH earlier AS (${earlier}),
         started AS (
           UPDATE runs SET status = 'running', started_at = now()
@@ -222,9 +194,9 @@ export class RunsRepository {
         events AS (${insertEventsSql(tenantId, run.id, events, 'started')})
         SELECT (SELECT n FROM earlier)::int AS earlier,
                coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs,
-               (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`;
+               (SELECT executor_id FROM sandboxes WHERE session_id = ${run.sessionId} AND tenant_id = ${tenantId} AND state <> 'removed' LIMIT 1) AS executor_id`);
       if (row.earlier > 0) return { kind: 'waiting' };
-      const context = contextBudgetChars === undefined ? undefined : await readModelContext(tx, tenantId, run, contextBudgetChars);
+      const context = contextBudgetChars === undefined ? undefined : await readModelContext(sql, tenantId, run, contextBudgetChars);
       return { kind: 'started', seqs: row.seqs, executorId: row.executor_id, context };
     });
   }
@@ -243,8 +215,8 @@ export class RunsRepository {
     answer: { content: string | null; output: string },
     usage: { event: Record<string, unknown>; stored: (startedAt: Date | null, now: Date) => Record<string, unknown> },
   ): Promise<(FinishedRun & { nextQueuedRunId: string | null }) | null> {
-    return this.db.tenant(tenantId, async (tx) => {
-      const locked = await lockRun(tx, tenantId, run.id);
+    return this.db.tenantSql(tenantId, async (sql) => {
+      const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'running') return null;
       const events: NewEvent[] = [
         { type: 'message.created', data: { role: 'assistant', content: answer.content, tool_calls: [] } },
@@ -256,7 +228,7 @@ export class RunsRepository {
         ? Prisma.sql`NULL::text`
         : Prisma.sql`(SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NULL
                        AND status = 'queued' ORDER BY created_at ASC, id ASC LIMIT 1)`;
-      const [row] = await tx.$queryRaw<Array<{ seqs: number[]; next: string | null }>>`
+      const [row] = await sql.query<{ seqs: number[]; next: string | null }>(Prisma.sql`
         WITH message AS (
           INSERT INTO messages (id, tenant_id, session_id, run_id, role, content, tool_calls)
           VALUES (${newId('msg')}, ${tenantId}, ${run.sessionId}, ${run.id}, 'assistant', ${answer.content}::text, NULL)),
@@ -265,7 +237,7 @@ export class RunsRepository {
                  output = ${answer.output}::text, usage = ${JSON.stringify(usage.stored(locked.startedAt, locked.now))}::jsonb
            WHERE id = ${run.id} AND tenant_id = ${tenantId}),
         events AS (${insertEventsSql(tenantId, run.id, events)})
-        SELECT coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs, ${next} AS next`;
+        SELECT coalesce((SELECT array_agg(seq ORDER BY seq) FROM events), '{}')::int[] AS seqs, ${next} AS next`);
       return { runningCallIds: [], seqs: row.seqs, startedAt: locked.startedAt, endedAt: locked.now, nextQueuedRunId: row.next };
     });
   }
@@ -340,6 +312,43 @@ export class RunsRepository {
     const row = await this.db.tenant(tenantId, (tx) => tx.run.findFirst({ where: { tenantId, idempotencyKey: key } }));
     return row ? toRun(row) : null;
   }
+}
+
+/**
+ * The creation's statements, raw SQL (the tenant's quota lock is held until the commit):
+ * the named session's lock and, unless the run may queue, the check for a run it has
+ * going; then one statement for the new session (when none was named), the run and its
+ * first event.
+ */
+async function createRun(sql: SqlTx, tenantId: string, input: NewRun): Promise<CreateOutcome> {
+  const sessionId = input.sessionId;
+  if (sessionId) {
+    const session = await sql.query<{ id: string }>(Prisma.sql`
+      SELECT id FROM sessions WHERE id = ${sessionId} AND tenant_id = ${tenantId} AND status = 'active' FOR UPDATE`);
+    if (session.length === 0) return { kind: 'session_not_found' };
+    if (!input.parentRunId && !input.enqueueWhenBusy) {
+      const [active] = await sql.query<{ id: string }>(Prisma.sql`
+        SELECT id FROM runs WHERE tenant_id = ${tenantId} AND session_id = ${sessionId} AND parent_run_id IS NULL
+           AND status IN (${Prisma.join([...ACTIVE_STATUSES])}) ORDER BY created_at ASC LIMIT 1`);
+      if (active) return { kind: 'session_busy', activeRunId: active.id };
+    }
+  }
+  const runId = newId('run');
+  const newSession = sessionId ? undefined : newId('ses');
+  const [row] = await sql.query<RunSqlRow>(Prisma.sql`
+    WITH ${newSession ? Prisma.sql`session AS (
+           INSERT INTO sessions (id, tenant_id, metadata, created_at)
+           VALUES (${newSession}, ${tenantId}, ${JSON.stringify(input.sessionMetadata ?? {})}::jsonb, clock_timestamp())),` : Prisma.empty}
+         run AS (
+           INSERT INTO runs (id, tenant_id, session_id, parent_run_id, status, input, options, option_sources,
+                             idempotency_key, request_id, created_at, dispatched_at)
+           VALUES (${runId}, ${tenantId}, ${sessionId ?? newSession}, ${input.parentRunId ?? null}, 'queued', ${input.input},
+                   ${JSON.stringify(input.options)}::jsonb, ${input.optionSources ? JSON.stringify(input.optionSources) : null}::jsonb,
+                   ${input.idempotencyKey ?? null}, ${input.requestId ?? null}, clock_timestamp(), clock_timestamp())
+           RETURNING ${RUN_COLUMNS}),
+         events AS (${insertEventsSql(tenantId, runId, [{ type: 'run.queued', data: { session_id: sessionId ?? newSession } }])})
+    SELECT * FROM run`);
+  return { kind: 'created', run: toRun(row) };
 }
 
 /**

@@ -40,17 +40,10 @@ export class RunsService {
     const defaults = await this.defaults.forRun(tenantId, apiKeyId);
     const { options, sources } = applyRunDefaults(requested, defaults.apiKey, defaults.tenant);
     // The quota check and the creation commit together, or neither does.
-    const outcome = await this.quotas.admit(tenantId, () =>
-      this.runs.create(tenantId, {
-        sessionId,
-        input: text,
-        options,
-        optionSources: sources,
-        idempotencyKey,
-        requestId,
-        sessionMetadata: metadata,
-        enqueueWhenBusy: onBusy === 'enqueue',
-      }),
+    const outcome = await this.runs.create(
+      tenantId,
+      { sessionId, input: text, options, optionSources: sources, idempotencyKey, requestId, sessionMetadata: metadata, enqueueWhenBusy: onBusy === 'enqueue' },
+      (creation) => this.quotas.admitSql(tenantId, creation),
     );
     switch (outcome.kind) {
       case 'session_not_found':
