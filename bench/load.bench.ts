@@ -11,8 +11,15 @@
  *                     time went: POST answered, queued, tool calls (the first one binds the
  *                     session's sandbox), and the rest of the run (model calls and Runbox's
  *                     own work between them), p50 and max over the 32 runs
- *   load at N         N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then
- *                     RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
+ *   fixed rate at N   N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then calls
+ *                     sent on a fixed schedule, RUNBOX_LOAD_RATE a second (default 40) for
+ *                     RUNBOX_LOAD_RATE_SECONDS (default 30), each to a random session, the
+ *                     same mix as below: latency from each call's scheduled send time (so a
+ *                     late client cannot hide a queue), p50/p99 overall and by tool, errors,
+ *                     the rate achieved, how late the client sent, the host's CPU busy
+ *                     meanwhile, and the Postgres statements and transactions per call of
+ *                     the gateway and the executor; the smallest N is the in-run baseline
+ *   load at N         then, on the same N sessions, RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
  *                     (default 10) each sending a mix of terminal, read_file, write_file and
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
  *                     sandbox (host used-memory delta / N while idle and after the load,
@@ -34,6 +41,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { BenchStack, BenchTenant } from './support/bench-stack';
 import { containerSeconds, processSeconds } from './support/cpu-per-call';
+import { KeepAliveClient } from './support/keep-alive-client';
 import { percentile } from './support/stats';
 
 const FIRST_CALL_SAMPLES = 10;
@@ -42,6 +50,14 @@ const BURST_GAP_MS = 30_000;
 const LOAD_SESSIONS = (process.env.RUNBOX_LOAD_SESSIONS ?? '10,50,100').split(',').map(Number);
 const WORKERS = Number(process.env.RUNBOX_LOAD_WORKERS ?? 16);
 const LOAD_SECONDS = Number(process.env.RUNBOX_LOAD_SECONDS ?? 10);
+/**
+ * The fixed rate, calls a second. The mix costs about 8 ms of CPU per call in all processes
+ * together (docs/operations.md, CPU per call), so 40 a second keep about 16 % of 2 cores
+ * busy: far enough below saturation that a call seldom waits behind another for a core,
+ * and what N does to latency is not hidden behind a CPU queue.
+ */
+const RATE = Number(process.env.RUNBOX_LOAD_RATE ?? 40);
+const RATE_SECONDS = Number(process.env.RUNBOX_LOAD_RATE_SECONDS ?? 30);
 /** How many sessions get their sandbox at once while the bench grows to N. */
 const GROW_PARALLEL = Number(process.env.RUNBOX_LOAD_GROW_PARALLEL ?? 8);
 /** The machine is shared: growing stops (and the figures say so) when less than this is available. */
@@ -206,6 +222,25 @@ interface LoadFigure {
   growSeconds: number;
   /** What the engine did per sandbox made while growing to this N, by event (`container create`, `exec_start`...). */
   engineEvents: Map<string, number>;
+  /** The same mix at a fixed offered rate (open loop). */
+  fixedRate: FixedRateFigure;
+}
+
+interface FixedRateFigure {
+  /** Each answered call's latency from its scheduled send time, in ms. */
+  latencies: number[];
+  byTool: Map<string, number[]>;
+  errors: number;
+  /** Calls answered per second, from the first scheduled send to the last answer. */
+  achieved: number;
+  /** How late the client sent each call after its scheduled time, in ms (counted in the latency). */
+  sendLag: number[];
+  /** The host's CPU busy meanwhile, in % of all its cores (neighbours included). */
+  hostBusyPercent: number;
+  /** Postgres statements and transactions per call sent, by service. */
+  gatewayStatements: number;
+  gatewayTransactions: number;
+  executorStatements: number;
 }
 
 interface CpuSplit {
@@ -218,11 +253,14 @@ interface CpuSplit {
 /** N live sessions under a mixed load, for each N of RUNBOX_LOAD_SESSIONS. */
 async function loadFigures(): Promise<void> {
   const max = Math.max(...LOAD_SESSIONS);
-  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(max + 16) });
+  // Counting statements: what a call costs in Postgres round trips may grow with N where its latency does not show it.
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(max + 16) }, { countCosts: true });
   const figures: LoadFigure[] = [];
+  let client: KeepAliveClient | undefined;
   try {
     await stack.start();
     const tenant = await stack.createTenant('load', { max_sandboxes: max + 16, max_sessions: max + 16 });
+    client = new KeepAliveClient(stack.url, tenant.apiKey);
     const sessions: string[] = [];
     await settleHost();
     const hostBefore = hostUsedBytes();
@@ -241,6 +279,7 @@ async function loadFigures(): Promise<void> {
       const containers = sessionContainers(stack.executorId);
       const memory = containerMemory(containers);
       const idle = await idleCpu(containers, stack);
+      const fixedRate = await fixedRateLoad(stack, client, sessions);
       const cpuBefore = cpuSnapshot(sessionContainers(stack.executorId), stack);
       const load = await mixedLoad(stack, tenant, sessions);
       const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(sessionContainers(stack.executorId), stack));
@@ -256,15 +295,19 @@ async function loadFigures(): Promise<void> {
         executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
         growSeconds,
         engineEvents,
+        fixedRate,
       });
       process.stdout.write(
-        `  N=${n}: grown in ${growSeconds.toFixed(1)} s, ${load.calls} calls, ${load.errors} errors, p99 ${percentile(load.latencies, 99).toFixed(1)} ms, load ${loadavg()[0].toFixed(1)}\n`,
+        `  N=${n}: grown in ${growSeconds.toFixed(1)} s; ${RATE}/s: p99 ${ms(orNaN(fixedRate.latencies, 99))}, ${fixedRate.errors} errors; ` +
+          `closed loop: ${load.calls} calls, ${load.errors} errors, p99 ${ms(percentile(load.latencies, 99))}; load ${loadavg()[0].toFixed(1)}\n`,
       );
       if (n < wanted) break;
     }
   } finally {
+    client?.close();
     await stack.stop();
   }
+  printFixedRate(figures);
   const base = figures[0];
   printTable(
     ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'executor MB/sandbox'],
@@ -385,6 +428,100 @@ async function mixedLoad(stack: BenchStack, tenant: BenchTenant, sessions: strin
   await Promise.all(Array.from({ length: WORKERS }, worker));
   const seconds = (performance.now() - started) / 1000;
   return { calls: latencies.length + errors, errors, perSecond: latencies.length / seconds, latencies };
+}
+
+/**
+ * The mix at a fixed offered rate (open loop): call k is due at start + k / RATE, whatever
+ * the earlier calls are doing, and its latency counts from then. A closed loop sends its
+ * next call only after an answer, so a slow phase sends fewer calls and the waiting it
+ * causes goes unmeasured; here a client that fell behind (its own event loop busy) has
+ * that lateness counted too, and printed on its own.
+ */
+async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, sessions: string[]): Promise<FixedRateFigure> {
+  const total = Math.round(RATE * RATE_SECONDS);
+  const latencies: number[] = [];
+  const byTool = new Map<string, number[]>(MIX.map(([name]) => [name, []]));
+  const sendLag: number[] = [];
+  let errors = 0;
+  let lastAnswer = 0;
+  const [gatewayBefore, executorBefore] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
+  const busyBefore = hostCpuTicks();
+  const answered: Array<Promise<void>> = [];
+  const start = performance.now();
+  for (let k = 0; k < total; k++) {
+    const due = start + (k * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await pause(wait);
+    sendLag.push(performance.now() - due);
+    const [name, args] = MIX[k % MIX.length];
+    const session = sessions[Math.floor(Math.random() * sessions.length)];
+    answered.push(
+      toolOver(client, session, name, args(k)).then(
+        () => {
+          lastAnswer = performance.now();
+          latencies.push(lastAnswer - due);
+          byTool.get(name)!.push(lastAnswer - due);
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
+  }
+  await Promise.all(answered);
+  const busyAfter = hostCpuTicks();
+  const [gatewayAfter, executorAfter] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
+  return {
+    latencies,
+    byTool,
+    errors,
+    achieved: latencies.length / (Math.max(1, lastAnswer - start) / 1000),
+    sendLag,
+    hostBusyPercent: (100 * (busyAfter.busy - busyBefore.busy)) / Math.max(1, busyAfter.total - busyBefore.total),
+    gatewayStatements: (gatewayAfter.statements - gatewayBefore.statements) / total,
+    gatewayTransactions: (gatewayAfter.transactions - gatewayBefore.transactions) / total,
+    executorStatements: (executorAfter.statements - executorBefore.statements) / total,
+  };
+}
+
+/** One tool call over a kept-alive connection (the fixed-rate phase: the client's own CPU kept small). */
+async function toolOver(client: KeepAliveClient, sessionId: string, name: string, args: Record<string, unknown>): Promise<void> {
+  const res = await client.post(`/v1/sessions/${sessionId}/tools/${name}`, { arguments: args });
+  if (res.status !== 200 || (JSON.parse(res.text) as { is_error?: boolean }).is_error) throw new Error(`${name} failed: ${res.status} ${res.text.slice(0, 300)}`);
+}
+
+/** The host's CPU time so far, all cores, in clock ticks: busy (everything but idle and iowait) and total. */
+function hostCpuTicks(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3] - fields[4], total };
+}
+
+function printFixedRate(figures: LoadFigure[]): void {
+  const base = figures[0];
+  if (!base) return;
+  process.stdout.write(`\nfixed rate: ${RATE} calls/s offered for ${RATE_SECONDS} s at each N, latency from the scheduled send (baseline N=${base.sessions})\n`);
+  printTable(
+    ['N', 'achieved/s', 'p50', 'p99', 'max', 'errors', `p99 / N=${base.sessions}`, 'send late p99', 'host CPU busy', 'gateway stmts/call', 'txns/call', 'executor stmts/call'],
+    figures.map(({ sessions, fixedRate: r }) => [
+      String(sessions),
+      r.achieved.toFixed(1),
+      ms(orNaN(r.latencies, 50)),
+      ms(orNaN(r.latencies, 99)),
+      ms(orNaN(r.latencies, 100)),
+      String(r.errors),
+      (orNaN(r.latencies, 99) / orNaN(base.fixedRate.latencies, 99)).toFixed(2),
+      ms(orNaN(r.sendLag, 99)),
+      `${r.hostBusyPercent.toFixed(0)} %`,
+      r.gatewayStatements.toFixed(2),
+      r.gatewayTransactions.toFixed(2),
+      r.executorStatements.toFixed(2),
+    ]),
+  );
+  for (const { sessions, fixedRate: r } of figures) {
+    const tools = [...r.byTool].map(([name, values]) => `${name} ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`).join(', ');
+    process.stdout.write(`N=${sessions} by tool, p50/p99 ms: ${tools}\n`);
+  }
 }
 
 async function tool(stack: BenchStack, tenant: BenchTenant, sessionId: string, name: string, args: Record<string, unknown>): Promise<void> {
@@ -562,6 +699,11 @@ function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   process.stdout.write(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+}
+
+/** The percentile, or NaN when there are no samples (a phase where every call failed): printed, not a crash. */
+function orNaN(values: number[], p: number): number {
+  return values.length ? percentile(values, p) : NaN;
 }
 
 function ms(value: number): string {
