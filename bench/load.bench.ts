@@ -34,6 +34,7 @@
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
  */
 import { ScriptedModelServer } from '@app/testing';
+import Docker from 'dockerode';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -58,6 +59,8 @@ const LOAD_SECONDS = Number(process.env.RUNBOX_LOAD_SECONDS ?? 10);
  */
 const RATE = Number(process.env.RUNBOX_LOAD_RATE ?? 40);
 const RATE_SECONDS = Number(process.env.RUNBOX_LOAD_RATE_SECONDS ?? 30);
+/** How long the gateway routes a session's tool calls without reading it again (SessionRouteCache in sessions.service.ts). */
+const SESSION_ROUTE_TTL_MS = 2_000;
 /** How many sessions get their sandbox at once while the bench grows to N. */
 const GROW_PARALLEL = Number(process.env.RUNBOX_LOAD_GROW_PARALLEL ?? 8);
 /** The machine is shared: growing stops (and the figures say so) when less than this is available. */
@@ -211,8 +214,11 @@ interface LoadFigure {
   cgroupMb: number;
   processAnonMb: number;
   shimAnonMb: number;
-  /** CPU the idle sandboxes (their processes and shims) used, in % of one core. */
+  /** CPU the idle sessions' sandboxes (their processes and shims) used, in % of one core. */
   idleCpuPercent: number;
+  /** The warm pool's containers meanwhile: how many, and their CPU in % of one core (kept apart: the pool's size is no part of N). */
+  poolContainers: number;
+  poolCpuPercent: number;
   /** CPU per idle sandbox per second, in ms: the sandboxes with their shims, the engine (dockerd, containerd), the executor. */
   idleCpu: CpuSplit;
   /** CPU per tool call of the mixed load, in ms, split the same way (the gateway too). */
@@ -224,12 +230,22 @@ interface LoadFigure {
   engineEvents: Map<string, number>;
   /** The same mix at a fixed offered rate (open loop). */
   fixedRate: FixedRateFigure;
+  /** What the orphan sweep's two listings (containers, volumes) cost the engine at this N, in ms of CPU and of wall time. */
+  listing: { engineMs: number; wallMs: number };
 }
 
 interface FixedRateFigure {
   /** Each answered call's latency from its scheduled send time, in ms. */
   latencies: number[];
   byTool: Map<string, number[]>;
+  /**
+   * Split by whether the gateway's session route cache (2 s from a check, not extended by a
+   * hit) should have known the session when the call was sent: a miss reads the session in
+   * a tenant transaction first. At a fixed rate each session's calls come N / rate seconds
+   * apart, so misses grow with N.
+   */
+  routeHit: number[];
+  routeMiss: number[];
   errors: number;
   /** Calls answered per second, from the first scheduled send to the last answer. */
   achieved: number;
@@ -237,6 +253,8 @@ interface FixedRateFigure {
   sendLag: number[];
   /** The host's CPU busy meanwhile, in % of all its cores (neighbours included). */
   hostBusyPercent: number;
+  /** CPU per call, in ms, by process (the idle sandboxes' and the engine's own share included: what N adds shows here). */
+  cpuPerCall: CpuSplit;
   /** Postgres statements and transactions per call sent, by service. */
   gatewayStatements: number;
   gatewayTransactions: number;
@@ -276,19 +294,25 @@ async function loadFigures(): Promise<void> {
       // The pool grew while new sessions took its containers: its refill is not idle cost.
       await settledContainers(stack.executorId);
       const hostIdlePerSandboxMb = mb((hostUsedBytes() - hostBefore) / n);
-      const containers = sessionContainers(stack.executorId);
+      const bound = await boundContainers(stack);
+      const running = executorContainers(stack.executorId);
+      const containers = running.filter((id) => bound.has(id));
+      const pool = running.filter((id) => !bound.has(id));
       const memory = containerMemory(containers);
-      const idle = await idleCpu(containers, stack);
+      const idle = await idleCpu(containers, pool, stack);
       const fixedRate = await fixedRateLoad(stack, client, sessions);
-      const cpuBefore = cpuSnapshot(sessionContainers(stack.executorId), stack);
+      const listing = await sweepListingCost(stack.executorId);
+      const cpuBefore = cpuSnapshot(executorContainers(stack.executorId), stack);
       const load = await mixedLoad(stack, tenant, sessions);
-      const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(sessionContainers(stack.executorId), stack));
+      const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(executorContainers(stack.executorId), stack));
       figures.push({
         sessions: n,
         ...load,
         hostIdlePerSandboxMb,
         idleCpuPercent: idle.percent,
         idleCpu: idle.perSandbox,
+        poolContainers: pool.length,
+        poolCpuPercent: idle.poolPercent,
         cpuPerCall: divide(cpuUsed, Math.max(1, load.calls)),
         hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
         ...memory,
@@ -296,6 +320,7 @@ async function loadFigures(): Promise<void> {
         growSeconds,
         engineEvents,
         fixedRate,
+        listing,
       });
       process.stdout.write(
         `  N=${n}: grown in ${growSeconds.toFixed(1)} s; ${RATE}/s: p99 ${ms(orNaN(fixedRate.latencies, 99))}, ${fixedRate.errors} errors; ` +
@@ -305,12 +330,18 @@ async function loadFigures(): Promise<void> {
     }
   } finally {
     client?.close();
+    // Printed before the stack is removed (minutes at N = 500), and what was measured is printed after a failure too.
+    printLoadFigures(figures);
     await stack.stop();
   }
+}
+
+function printLoadFigures(figures: LoadFigure[]): void {
   printFixedRate(figures);
   const base = figures[0];
+  if (!base) return;
   printTable(
-    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'executor MB/sandbox'],
+    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'pool: containers', 'CPU %', 'executor MB/sandbox'],
     figures.map((f) => [
       String(f.sessions),
       f.perSecond.toFixed(0),
@@ -324,6 +355,8 @@ async function loadFigures(): Promise<void> {
       f.processAnonMb.toFixed(1),
       f.shimAnonMb.toFixed(1),
       f.idleCpuPercent.toFixed(1),
+      String(f.poolContainers),
+      f.poolCpuPercent.toFixed(1),
       f.executorPerSandboxMb.toFixed(2),
     ]),
   );
@@ -342,6 +375,9 @@ async function loadFigures(): Promise<void> {
     ]),
   );
   process.stdout.write('(engine: dockerd and containerd, shared with anything else on the machine)\n');
+  for (const f of figures) {
+    process.stdout.write(`the sweep's listings at N=${f.sessions} (once a minute): engine CPU ${ms(f.listing.engineMs)}, wall ${ms(f.listing.wallMs)}\n`);
+  }
   for (const f of figures) {
     const events = [...f.engineEvents].map(([event, count]) => `${event} ${count.toFixed(1)}`).join(', ');
     process.stdout.write(`engine events per sandbox made, growing to N=${f.sessions}: ${events}\n`);
@@ -442,10 +478,14 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
   const latencies: number[] = [];
   const byTool = new Map<string, number[]>(MIX.map(([name]) => [name, []]));
   const sendLag: number[] = [];
+  const routeHit: number[] = [];
+  const routeMiss: number[] = [];
+  const routeKnownUntil = new Map<string, number>();
   let errors = 0;
   let lastAnswer = 0;
   const [gatewayBefore, executorBefore] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
   const busyBefore = hostCpuTicks();
+  const cpuBefore = cpuSnapshot(executorContainers(stack.executorId), stack);
   const answered: Array<Promise<void>> = [];
   const start = performance.now();
   for (let k = 0; k < total; k++) {
@@ -455,12 +495,16 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
     sendLag.push(performance.now() - due);
     const [name, args] = MIX[k % MIX.length];
     const session = sessions[Math.floor(Math.random() * sessions.length)];
+    const sent = performance.now();
+    const hit = (routeKnownUntil.get(session) ?? 0) > sent;
+    if (!hit) routeKnownUntil.set(session, sent + SESSION_ROUTE_TTL_MS);
     answered.push(
       toolOver(client, session, name, args(k)).then(
         () => {
           lastAnswer = performance.now();
           latencies.push(lastAnswer - due);
           byTool.get(name)!.push(lastAnswer - due);
+          (hit ? routeHit : routeMiss).push(lastAnswer - due);
         },
         () => {
           errors++;
@@ -470,14 +514,18 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
   }
   await Promise.all(answered);
   const busyAfter = hostCpuTicks();
+  const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(executorContainers(stack.executorId), stack));
   const [gatewayAfter, executorAfter] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
   return {
     latencies,
     byTool,
+    routeHit,
+    routeMiss,
     errors,
     achieved: latencies.length / (Math.max(1, lastAnswer - start) / 1000),
     sendLag,
     hostBusyPercent: (100 * (busyAfter.busy - busyBefore.busy)) / Math.max(1, busyAfter.total - busyBefore.total),
+    cpuPerCall: divide(cpuUsed, total),
     gatewayStatements: (gatewayAfter.statements - gatewayBefore.statements) / total,
     gatewayTransactions: (gatewayAfter.transactions - gatewayBefore.transactions) / total,
     executorStatements: (executorAfter.statements - executorBefore.statements) / total,
@@ -502,7 +550,10 @@ function printFixedRate(figures: LoadFigure[]): void {
   if (!base) return;
   process.stdout.write(`\nfixed rate: ${RATE} calls/s offered for ${RATE_SECONDS} s at each N, latency from the scheduled send (baseline N=${base.sessions})\n`);
   printTable(
-    ['N', 'achieved/s', 'p50', 'p99', 'max', 'errors', `p99 / N=${base.sessions}`, 'send late p99', 'host CPU busy', 'gateway stmts/call', 'txns/call', 'executor stmts/call'],
+    [
+      'N', 'achieved/s', 'p50', 'p99', 'max', 'errors', `p99 / N=${base.sessions}`, 'send late p99', 'host CPU busy',
+      'gateway stmts/call', 'txns/call', 'executor stmts/call', 'CPU ms/call: sandboxes', 'engine', 'executor', 'gateway',
+    ],
     figures.map(({ sessions, fixedRate: r }) => [
       String(sessions),
       r.achieved.toFixed(1),
@@ -516,11 +567,16 @@ function printFixedRate(figures: LoadFigure[]): void {
       r.gatewayStatements.toFixed(2),
       r.gatewayTransactions.toFixed(2),
       r.executorStatements.toFixed(2),
+      r.cpuPerCall.sandboxes.toFixed(2),
+      r.cpuPerCall.engine.toFixed(2),
+      r.cpuPerCall.executor.toFixed(2),
+      r.cpuPerCall.gateway.toFixed(2),
     ]),
   );
   for (const { sessions, fixedRate: r } of figures) {
     const tools = [...r.byTool].map(([name, values]) => `${name} ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`).join(', ');
-    process.stdout.write(`N=${sessions} by tool, p50/p99 ms: ${tools}\n`);
+    const route = (values: number[]) => `${values.length} calls, ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`;
+    process.stdout.write(`N=${sessions} by tool, p50/p99 ms: ${tools}; session route cached: ${route(r.routeHit)}, not: ${route(r.routeMiss)}\n`);
   }
 }
 
@@ -529,10 +585,43 @@ async function tool(stack: BenchStack, tenant: BenchTenant, sessionId: string, n
   if (res.status !== 200 || res.body.is_error) throw new Error(`${name} failed: ${res.status} ${res.text.slice(0, 300)}`);
 }
 
-/** Ids of the executor's running containers that serve sessions (pool containers waiting excluded where labels tell). */
-function sessionContainers(executorId: string): string[] {
+/**
+ * The two listings each orphan sweep makes (every container and every volume carrying the
+ * executor's labels, as DockerSandboxDriver.listOwned and listOwnedVolumes ask for them):
+ * the engine's CPU for them, and the wall time, each call made the way the driver makes it.
+ */
+async function sweepListingCost(executorId: string): Promise<{ engineMs: number; wallMs: number }> {
+  const engineCpu = () => ['dockerd', 'containerd'].flatMap(pidsNamed).reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const filters = { label: ['runbox.managed=true', `runbox.executor=${executorId}`] };
+  const docker = new Docker();
+  const before = engineCpu();
+  const started = performance.now();
+  await Promise.all([docker.listContainers({ all: true, filters }), docker.listVolumes({ filters })]);
+  return { engineMs: engineCpu() - before, wallMs: performance.now() - started };
+}
+
+/** Ids of the executor's running containers: the sessions' and the warm pool's. */
+function executorContainers(executorId: string): string[] {
   const out = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=runbox.executor=${executorId}`], { encoding: 'utf8' });
   return out.split('\n').filter(Boolean);
+}
+
+/**
+ * The containers bound to a session, from the executor's rows: a container handed out of
+ * the warm pool keeps its `runbox.pool` label for life, so labels cannot tell them apart.
+ */
+async function boundContainers(stack: BenchStack): Promise<Set<string>> {
+  const client = new Client({ connectionString: stack.systemDatabaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ container_id: string }>(
+      `SELECT container_id FROM sandboxes WHERE executor_id = $1 AND state = 'ready' AND container_id IS NOT NULL`,
+      [stack.executorId],
+    );
+    return new Set(rows.map((r) => r.container_id));
+  } finally {
+    await client.end();
+  }
 }
 
 /**
@@ -564,14 +653,22 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'processA
 const IDLE_CPU_WINDOW_MS = 10_000;
 
 /**
- * CPU time the containers (every process in them) and their shims use over a few idle
- * seconds, in % of one core: what N sandboxes that do nothing take from the calls.
+ * CPU time the sessions' containers (every process in them) and their shims use over a few
+ * idle seconds, in % of one core: what N sandboxes that do nothing take from the calls; and
+ * the same for the warm pool's containers, apart.
  */
-async function idleCpu(ids: string[], stack: BenchStack): Promise<{ percent: number; perSandbox: CpuSplit }> {
-  const before = cpuSnapshot(ids, stack);
+async function idleCpu(ids: string[], pool: string[], stack: BenchStack): Promise<{ percent: number; perSandbox: CpuSplit; poolPercent: number }> {
+  const before = cpuSnapshot([...ids, ...pool], stack);
   await pause(IDLE_CPU_WINDOW_MS);
-  const used = cpuSince(before, cpuSnapshot(ids, stack));
-  return { percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100, perSandbox: divide(used, (ids.length * IDLE_CPU_WINDOW_MS) / 1000) };
+  const after = cpuSnapshot([...ids, ...pool], stack);
+  const used = cpuSince(before, after);
+  const poolMs = pool.reduce((sum, id) => sum + (before.sandboxes.has(id) && after.sandboxes.has(id) ? after.sandboxes.get(id)! - before.sandboxes.get(id)! : 0), 0);
+  used.sandboxes -= poolMs;
+  return {
+    percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100,
+    perSandbox: divide(used, (Math.max(1, ids.length) * IDLE_CPU_WINDOW_MS) / 1000),
+    poolPercent: (poolMs / IDLE_CPU_WINDOW_MS) * 100,
+  };
 }
 
 interface CpuSnapshot {
