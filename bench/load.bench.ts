@@ -263,6 +263,8 @@ interface FixedRateFigure {
 
 interface CpuSplit {
   sandboxes: number;
+  /** The part of `sandboxes` spent in the containers' shims (containerd-shim-runc-v2, one per container). */
+  shims: number;
   engine: number;
   executor: number;
   gateway: number;
@@ -361,11 +363,12 @@ function printLoadFigures(figures: LoadFigure[]): void {
     ]),
   );
   printTable(
-    ['N', 'grown in', 'idle CPU ms/s per sandbox: sandbox+shim', 'engine', 'executor', 'CPU ms per call: sandboxes', 'engine', 'executor', 'gateway'],
+    ['N', 'grown in', 'idle CPU ms/s per sandbox: sandbox+shim', 'of it shim', 'engine', 'executor', 'CPU ms per call: sandboxes', 'engine', 'executor', 'gateway'],
     figures.map((f) => [
       String(f.sessions),
       `${f.growSeconds.toFixed(1)} s`,
       f.idleCpu.sandboxes.toFixed(3),
+      f.idleCpu.shims.toFixed(3),
       f.idleCpu.engine.toFixed(3),
       f.idleCpu.executor.toFixed(3),
       f.cpuPerCall.sandboxes.toFixed(2),
@@ -661,9 +664,8 @@ async function idleCpu(ids: string[], pool: string[], stack: BenchStack): Promis
   const before = cpuSnapshot([...ids, ...pool], stack);
   await pause(IDLE_CPU_WINDOW_MS);
   const after = cpuSnapshot([...ids, ...pool], stack);
-  const used = cpuSince(before, after);
-  const poolMs = pool.reduce((sum, id) => sum + (before.sandboxes.has(id) && after.sandboxes.has(id) ? after.sandboxes.get(id)! - before.sandboxes.get(id)! : 0), 0);
-  used.sandboxes -= poolMs;
+  const used = cpuSince(before, after, ids);
+  const poolMs = cpuSince(before, after, pool).sandboxes;
   return {
     percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100,
     perSandbox: divide(used, (Math.max(1, ids.length) * IDLE_CPU_WINDOW_MS) / 1000),
@@ -672,7 +674,7 @@ async function idleCpu(ids: string[], pool: string[], stack: BenchStack): Promis
 }
 
 interface CpuSnapshot {
-  sandboxes: Map<string, number>;
+  sandboxes: Map<string, { all: number; shim: number }>;
   engine: number;
   executor: number;
   gateway: number;
@@ -684,15 +686,21 @@ function cpuSnapshot(ids: string[], stack: BenchStack): CpuSnapshot {
   return { sandboxes: sandboxCpuMs(ids), engine, executor: processCpuMs(stack.executorPid), gateway: processCpuMs(stack.gatewayPid) };
 }
 
-function cpuSince(before: CpuSnapshot, after: CpuSnapshot): CpuSplit {
+function cpuSince(before: CpuSnapshot, after: CpuSnapshot, only?: readonly string[]): CpuSplit {
   let sandboxes = 0;
+  let shims = 0;
   // Only containers seen both times: one the pool let go meanwhile took its whole past with it.
-  for (const [id, ms_] of after.sandboxes) if (before.sandboxes.has(id)) sandboxes += ms_ - before.sandboxes.get(id)!;
-  return { sandboxes, engine: after.engine - before.engine, executor: after.executor - before.executor, gateway: after.gateway - before.gateway };
+  for (const [id, now] of after.sandboxes) {
+    const then = before.sandboxes.get(id);
+    if (!then || (only && !only.includes(id))) continue;
+    sandboxes += now.all - then.all;
+    shims += now.shim - then.shim;
+  }
+  return { sandboxes, shims, engine: after.engine - before.engine, executor: after.executor - before.executor, gateway: after.gateway - before.gateway };
 }
 
 function divide(split: CpuSplit, by: number): CpuSplit {
-  return { sandboxes: split.sandboxes / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
+  return { sandboxes: split.sandboxes / by, shims: split.shims / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
 }
 
 /** utime + stime of one process, in ms; 0 if it is gone. */
@@ -709,14 +717,17 @@ function pidsNamed(name: string): number[] {
 }
 
 /** CPU time so far of each container (its processes) plus its shim, in ms, by container id. */
-function sandboxCpuMs(ids: string[]): Map<string, number> {
+function sandboxCpuMs(ids: string[]): Map<string, { all: number; shim: number }> {
   const shims = shimPidsById();
-  const out = new Map<string, number>();
+  const out = new Map<string, { all: number; shim: number }>();
   for (const id of ids) {
     const shim = shims.get(id);
     const container = containerSeconds(id);
     // Gone meanwhile when either cannot be read.
-    if (shim !== undefined && container !== undefined) out.set(id, container * 1000 + processCpuMs(shim));
+    if (shim !== undefined && container !== undefined) {
+      const shimMs = processCpuMs(shim);
+      out.set(id, { all: container * 1000 + shimMs, shim: shimMs });
+    }
   }
   return out;
 }
