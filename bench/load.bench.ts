@@ -246,6 +246,8 @@ interface FixedRateFigure {
    */
   routeHit: number[];
   routeMiss: number[];
+  /** In how many distinct seconds of the phase the slowest 1 % of calls were due: few means one stall, many a steady queue. */
+  slowestSeconds: number;
   errors: number;
   /** Calls answered per second, from the first scheduled send to the last answer. */
   achieved: number;
@@ -484,6 +486,7 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
   const routeHit: number[] = [];
   const routeMiss: number[] = [];
   const routeKnownUntil = new Map<string, number>();
+  const timed: Array<{ due: number; ms: number }> = [];
   let errors = 0;
   let lastAnswer = 0;
   const [gatewayBefore, executorBefore] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
@@ -508,6 +511,7 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
           latencies.push(lastAnswer - due);
           byTool.get(name)!.push(lastAnswer - due);
           (hit ? routeHit : routeMiss).push(lastAnswer - due);
+          timed.push({ due, ms: lastAnswer - due });
         },
         () => {
           errors++;
@@ -524,6 +528,12 @@ async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, session
     byTool,
     routeHit,
     routeMiss,
+    slowestSeconds: new Set(
+      timed
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, Math.max(1, Math.ceil(timed.length / 100)))
+        .map((t) => Math.floor((t.due - start) / 1000)),
+    ).size,
     errors,
     achieved: latencies.length / (Math.max(1, lastAnswer - start) / 1000),
     sendLag,
@@ -579,7 +589,10 @@ function printFixedRate(figures: LoadFigure[]): void {
   for (const { sessions, fixedRate: r } of figures) {
     const tools = [...r.byTool].map(([name, values]) => `${name} ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`).join(', ');
     const route = (values: number[]) => `${values.length} calls, ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`;
-    process.stdout.write(`N=${sessions} by tool, p50/p99 ms: ${tools}; session route cached: ${route(r.routeHit)}, not: ${route(r.routeMiss)}\n`);
+    process.stdout.write(
+      `N=${sessions} by tool, p50/p99 ms: ${tools}; session route cached: ${route(r.routeHit)}, not: ${route(r.routeMiss)}; ` +
+        `the slowest 1 % due in ${r.slowestSeconds} distinct seconds of ${RATE_SECONDS}\n`,
+    );
   }
 }
 
