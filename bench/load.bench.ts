@@ -17,9 +17,13 @@
  *                     same mix as below: latency from each call's scheduled send time (so a
  *                     late client cannot hide a queue), p50/p99 overall and by tool, errors,
  *                     the rate achieved, how late the client sent, the host's CPU busy
- *                     meanwhile, and the Postgres statements and transactions per call of
- *                     the gateway and the executor; the smallest N is the in-run baseline
- *   load at N         then, on the same N sessions, RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
+ *                     meanwhile, the Postgres statements and transactions per call of the
+ *                     gateway and the executor, CPU per call by process, calls the gateway's
+ *                     session route cache should have known apart from the others, and how
+ *                     clustered in time the slowest 1 % were; the smallest N is the in-run
+ *                     baseline
+ *   load at N         then, on the same N sessions, RUNBOX_LOAD_WORKERS clients (default 16)
+ *                     for RUNBOX_LOAD_SECONDS
  *                     (default 10) each sending a mix of terminal, read_file, write_file and
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
  *                     sandbox (host used-memory delta / N while idle and after the load,
@@ -29,6 +33,8 @@
  *                     and the engine's events per sandbox made meanwhile; CPU per idle
  *                     sandbox per second and CPU per call, split into the sandboxes with
  *                     their shims, the engine (dockerd, containerd), executor and gateway
+ *                     (the warm pool's containers apart); what the orphan sweep's two
+ *                     listings cost the engine at N
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
