@@ -11,8 +11,19 @@
  *                     time went: POST answered, queued, tool calls (the first one binds the
  *                     session's sandbox), and the rest of the run (model calls and Runbox's
  *                     own work between them), p50 and max over the 32 runs
- *   load at N         N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then
- *                     RUNBOX_LOAD_WORKERS clients (default 16) for RUNBOX_LOAD_SECONDS
+ *   fixed rate at N   N live sessions (RUNBOX_LOAD_SESSIONS, default 10,50,100), then calls
+ *                     sent on a fixed schedule, RUNBOX_LOAD_RATE a second (default 40) for
+ *                     RUNBOX_LOAD_RATE_SECONDS (default 30), each to a random session, the
+ *                     same mix as below: latency from each call's scheduled send time (so a
+ *                     late client cannot hide a queue), p50/p99 overall and by tool, errors,
+ *                     the rate achieved, how late the client sent, the host's CPU busy
+ *                     meanwhile, the Postgres statements and transactions per call of the
+ *                     gateway and the executor, CPU per call by process, calls the gateway's
+ *                     session route cache should have known apart from the others, and how
+ *                     clustered in time the slowest 1 % were; the smallest N is the in-run
+ *                     baseline
+ *   load at N         then, on the same N sessions, RUNBOX_LOAD_WORKERS clients (default 16)
+ *                     for RUNBOX_LOAD_SECONDS
  *                     (default 10) each sending a mix of terminal, read_file, write_file and
  *                     grep to random sessions: throughput, p50/p99, errors; memory per
  *                     sandbox (host used-memory delta / N while idle and after the load,
@@ -22,11 +33,14 @@
  *                     and the engine's events per sandbox made meanwhile; CPU per idle
  *                     sandbox per second and CPU per call, split into the sandboxes with
  *                     their shims, the engine (dockerd, containerd), executor and gateway
+ *                     (the warm pool's containers apart); what the orphan sweep's two
+ *                     listings cost the engine at N
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
  */
 import { ScriptedModelServer } from '@app/testing';
+import Docker from 'dockerode';
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -34,6 +48,7 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { BenchStack, BenchTenant } from './support/bench-stack';
 import { containerSeconds, processSeconds } from './support/cpu-per-call';
+import { KeepAliveClient } from './support/keep-alive-client';
 import { percentile } from './support/stats';
 
 const FIRST_CALL_SAMPLES = 10;
@@ -42,6 +57,16 @@ const BURST_GAP_MS = 30_000;
 const LOAD_SESSIONS = (process.env.RUNBOX_LOAD_SESSIONS ?? '10,50,100').split(',').map(Number);
 const WORKERS = Number(process.env.RUNBOX_LOAD_WORKERS ?? 16);
 const LOAD_SECONDS = Number(process.env.RUNBOX_LOAD_SECONDS ?? 10);
+/**
+ * The fixed rate, calls a second. The mix costs about 8 ms of CPU per call in all processes
+ * together (docs/operations.md, CPU per call), so 40 a second keep about 16 % of 2 cores
+ * busy: far enough below saturation that a call seldom waits behind another for a core,
+ * and what N does to latency is not hidden behind a CPU queue.
+ */
+const RATE = Number(process.env.RUNBOX_LOAD_RATE ?? 40);
+const RATE_SECONDS = Number(process.env.RUNBOX_LOAD_RATE_SECONDS ?? 30);
+/** How long the gateway routes a session's tool calls without reading it again (SessionRouteCache in sessions.service.ts). */
+const SESSION_ROUTE_TTL_MS = 2_000;
 /** How many sessions get their sandbox at once while the bench grows to N. */
 const GROW_PARALLEL = Number(process.env.RUNBOX_LOAD_GROW_PARALLEL ?? 8);
 /** The machine is shared: growing stops (and the figures say so) when less than this is available. */
@@ -195,8 +220,11 @@ interface LoadFigure {
   cgroupMb: number;
   processAnonMb: number;
   shimAnonMb: number;
-  /** CPU the idle sandboxes (their processes and shims) used, in % of one core. */
+  /** CPU the idle sessions' sandboxes (their processes and shims) used, in % of one core. */
   idleCpuPercent: number;
+  /** The warm pool's containers meanwhile: how many, and their CPU in % of one core (kept apart: the pool's size is no part of N). */
+  poolContainers: number;
+  poolCpuPercent: number;
   /** CPU per idle sandbox per second, in ms: the sandboxes with their shims, the engine (dockerd, containerd), the executor. */
   idleCpu: CpuSplit;
   /** CPU per tool call of the mixed load, in ms, split the same way (the gateway too). */
@@ -206,10 +234,45 @@ interface LoadFigure {
   growSeconds: number;
   /** What the engine did per sandbox made while growing to this N, by event (`container create`, `exec_start`...). */
   engineEvents: Map<string, number>;
+  /** The same mix at a fixed offered rate (open loop). */
+  fixedRate: FixedRateFigure;
+  /** What the orphan sweep's two listings (containers, volumes) cost the engine at this N, in ms of CPU and of wall time. */
+  listing: { engineMs: number; wallMs: number };
+}
+
+interface FixedRateFigure {
+  /** Each answered call's latency from its scheduled send time, in ms. */
+  latencies: number[];
+  byTool: Map<string, number[]>;
+  /**
+   * Split by whether the gateway's session route cache (2 s from a check, not extended by a
+   * hit) should have known the session when the call was sent: a miss reads the session in
+   * a tenant transaction first. At a fixed rate each session's calls come N / rate seconds
+   * apart, so misses grow with N.
+   */
+  routeHit: number[];
+  routeMiss: number[];
+  /** In how many distinct seconds of the phase the slowest 1 % of calls were due: few means one stall, many a steady queue. */
+  slowestSeconds: number;
+  errors: number;
+  /** Calls answered per second, from the first scheduled send to the last answer. */
+  achieved: number;
+  /** How late the client sent each call after its scheduled time, in ms (counted in the latency). */
+  sendLag: number[];
+  /** The host's CPU busy meanwhile, in % of all its cores (neighbours included). */
+  hostBusyPercent: number;
+  /** CPU per call, in ms, by process (the idle sandboxes' and the engine's own share included: what N adds shows here). */
+  cpuPerCall: CpuSplit;
+  /** Postgres statements and transactions per call sent, by service. */
+  gatewayStatements: number;
+  gatewayTransactions: number;
+  executorStatements: number;
 }
 
 interface CpuSplit {
   sandboxes: number;
+  /** The part of `sandboxes` spent in the containers' shims (containerd-shim-runc-v2, one per container). */
+  shims: number;
   engine: number;
   executor: number;
   gateway: number;
@@ -218,11 +281,14 @@ interface CpuSplit {
 /** N live sessions under a mixed load, for each N of RUNBOX_LOAD_SESSIONS. */
 async function loadFigures(): Promise<void> {
   const max = Math.max(...LOAD_SESSIONS);
-  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(max + 16) });
+  // Counting statements: what a call costs in Postgres round trips may grow with N where its latency does not show it.
+  const stack = new BenchStack({ RUNBOX_SANDBOX_IMAGE: image, RUNBOX_EXECUTOR_MAX_SANDBOXES: String(max + 16) }, { countCosts: true });
   const figures: LoadFigure[] = [];
+  let client: KeepAliveClient | undefined;
   try {
     await stack.start();
     const tenant = await stack.createTenant('load', { max_sandboxes: max + 16, max_sessions: max + 16 });
+    client = new KeepAliveClient(stack.url, tenant.apiKey);
     const sessions: string[] = [];
     await settleHost();
     const hostBefore = hostUsedBytes();
@@ -238,36 +304,54 @@ async function loadFigures(): Promise<void> {
       // The pool grew while new sessions took its containers: its refill is not idle cost.
       await settledContainers(stack.executorId);
       const hostIdlePerSandboxMb = mb((hostUsedBytes() - hostBefore) / n);
-      const containers = sessionContainers(stack.executorId);
+      const bound = await boundContainers(stack);
+      const running = executorContainers(stack.executorId);
+      const containers = running.filter((id) => bound.has(id));
+      const pool = running.filter((id) => !bound.has(id));
       const memory = containerMemory(containers);
-      const idle = await idleCpu(containers, stack);
-      const cpuBefore = cpuSnapshot(sessionContainers(stack.executorId), stack);
+      const idle = await idleCpu(containers, pool, stack);
+      const fixedRate = await fixedRateLoad(stack, client, sessions);
+      const listing = await sweepListingCost(stack.executorId);
+      const cpuBefore = cpuSnapshot(executorContainers(stack.executorId), stack);
       const load = await mixedLoad(stack, tenant, sessions);
-      const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(sessionContainers(stack.executorId), stack));
+      const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(executorContainers(stack.executorId), stack));
       figures.push({
         sessions: n,
         ...load,
         hostIdlePerSandboxMb,
         idleCpuPercent: idle.percent,
         idleCpu: idle.perSandbox,
+        poolContainers: pool.length,
+        poolCpuPercent: idle.poolPercent,
         cpuPerCall: divide(cpuUsed, Math.max(1, load.calls)),
         hostPerSandboxMb: mb((hostUsedBytes() - hostBefore) / n),
         ...memory,
         executorPerSandboxMb: mb((rssBytes(stack.executorPid) - executorBefore) / n),
         growSeconds,
         engineEvents,
+        fixedRate,
+        listing,
       });
       process.stdout.write(
-        `  N=${n}: grown in ${growSeconds.toFixed(1)} s, ${load.calls} calls, ${load.errors} errors, p99 ${percentile(load.latencies, 99).toFixed(1)} ms, load ${loadavg()[0].toFixed(1)}\n`,
+        `  N=${n}: grown in ${growSeconds.toFixed(1)} s; ${RATE}/s: p99 ${ms(orNaN(fixedRate.latencies, 99))}, ${fixedRate.errors} errors; ` +
+          `closed loop: ${load.calls} calls, ${load.errors} errors, p99 ${ms(percentile(load.latencies, 99))}; load ${loadavg()[0].toFixed(1)}\n`,
       );
       if (n < wanted) break;
     }
   } finally {
+    client?.close();
+    // Printed before the stack is removed (minutes at N = 500), and what was measured is printed after a failure too.
+    printLoadFigures(figures);
     await stack.stop();
   }
+}
+
+function printLoadFigures(figures: LoadFigure[]): void {
+  printFixedRate(figures);
   const base = figures[0];
+  if (!base) return;
   printTable(
-    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base?.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'executor MB/sandbox'],
+    ['N', 'calls/s', 'p50', 'p99', 'errors', 'p99 / N=' + base.sessions, 'host MB/idle sandbox', 'host MB/sandbox, loaded', 'cgroup MB', 'procs anon MB', 'shim anon MB', 'idle CPU %', 'pool: containers', 'CPU %', 'executor MB/sandbox'],
     figures.map((f) => [
       String(f.sessions),
       f.perSecond.toFixed(0),
@@ -281,15 +365,18 @@ async function loadFigures(): Promise<void> {
       f.processAnonMb.toFixed(1),
       f.shimAnonMb.toFixed(1),
       f.idleCpuPercent.toFixed(1),
+      String(f.poolContainers),
+      f.poolCpuPercent.toFixed(1),
       f.executorPerSandboxMb.toFixed(2),
     ]),
   );
   printTable(
-    ['N', 'grown in', 'idle CPU ms/s per sandbox: sandbox+shim', 'engine', 'executor', 'CPU ms per call: sandboxes', 'engine', 'executor', 'gateway'],
+    ['N', 'grown in', 'idle CPU ms/s per sandbox: sandbox+shim', 'of it shim', 'engine', 'executor', 'CPU ms per call: sandboxes', 'engine', 'executor', 'gateway'],
     figures.map((f) => [
       String(f.sessions),
       `${f.growSeconds.toFixed(1)} s`,
       f.idleCpu.sandboxes.toFixed(3),
+      f.idleCpu.shims.toFixed(3),
       f.idleCpu.engine.toFixed(3),
       f.idleCpu.executor.toFixed(3),
       f.cpuPerCall.sandboxes.toFixed(2),
@@ -299,6 +386,9 @@ async function loadFigures(): Promise<void> {
     ]),
   );
   process.stdout.write('(engine: dockerd and containerd, shared with anything else on the machine)\n');
+  for (const f of figures) {
+    process.stdout.write(`the sweep's listings at N=${f.sessions} (once a minute): engine CPU ${ms(f.listing.engineMs)}, wall ${ms(f.listing.wallMs)}\n`);
+  }
   for (const f of figures) {
     const events = [...f.engineEvents].map(([event, count]) => `${event} ${count.toFixed(1)}`).join(', ');
     process.stdout.write(`engine events per sandbox made, growing to N=${f.sessions}: ${events}\n`);
@@ -387,15 +477,173 @@ async function mixedLoad(stack: BenchStack, tenant: BenchTenant, sessions: strin
   return { calls: latencies.length + errors, errors, perSecond: latencies.length / seconds, latencies };
 }
 
+/**
+ * The mix at a fixed offered rate (open loop): call k is due at start + k / RATE, whatever
+ * the earlier calls are doing, and its latency counts from then. A closed loop sends its
+ * next call only after an answer, so a slow phase sends fewer calls and the waiting it
+ * causes goes unmeasured; here a client that fell behind (its own event loop busy) has
+ * that lateness counted too, and printed on its own.
+ */
+async function fixedRateLoad(stack: BenchStack, client: KeepAliveClient, sessions: string[]): Promise<FixedRateFigure> {
+  const total = Math.round(RATE * RATE_SECONDS);
+  const latencies: number[] = [];
+  const byTool = new Map<string, number[]>(MIX.map(([name]) => [name, []]));
+  const sendLag: number[] = [];
+  const routeHit: number[] = [];
+  const routeMiss: number[] = [];
+  const routeKnownUntil = new Map<string, number>();
+  const timed: Array<{ due: number; ms: number }> = [];
+  let errors = 0;
+  let lastAnswer = 0;
+  const [gatewayBefore, executorBefore] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
+  const busyBefore = hostCpuTicks();
+  const cpuBefore = cpuSnapshot(executorContainers(stack.executorId), stack);
+  const answered: Array<Promise<void>> = [];
+  const start = performance.now();
+  for (let k = 0; k < total; k++) {
+    const due = start + (k * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 0) await pause(wait);
+    sendLag.push(performance.now() - due);
+    const [name, args] = MIX[k % MIX.length];
+    const session = sessions[Math.floor(Math.random() * sessions.length)];
+    const sent = performance.now();
+    const hit = (routeKnownUntil.get(session) ?? 0) > sent;
+    if (!hit) routeKnownUntil.set(session, sent + SESSION_ROUTE_TTL_MS);
+    answered.push(
+      toolOver(client, session, name, args(k)).then(
+        () => {
+          lastAnswer = performance.now();
+          latencies.push(lastAnswer - due);
+          byTool.get(name)!.push(lastAnswer - due);
+          (hit ? routeHit : routeMiss).push(lastAnswer - due);
+          timed.push({ due, ms: lastAnswer - due });
+        },
+        () => {
+          errors++;
+        },
+      ),
+    );
+  }
+  await Promise.all(answered);
+  const busyAfter = hostCpuTicks();
+  const cpuUsed = cpuSince(cpuBefore, cpuSnapshot(executorContainers(stack.executorId), stack));
+  const [gatewayAfter, executorAfter] = [await stack.statementCounts('gateway'), await stack.statementCounts('executor')];
+  return {
+    latencies,
+    byTool,
+    routeHit,
+    routeMiss,
+    slowestSeconds: new Set(
+      timed
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, Math.max(1, Math.ceil(timed.length / 100)))
+        .map((t) => Math.floor((t.due - start) / 1000)),
+    ).size,
+    errors,
+    achieved: latencies.length / (Math.max(1, lastAnswer - start) / 1000),
+    sendLag,
+    hostBusyPercent: (100 * (busyAfter.busy - busyBefore.busy)) / Math.max(1, busyAfter.total - busyBefore.total),
+    cpuPerCall: divide(cpuUsed, total),
+    gatewayStatements: (gatewayAfter.statements - gatewayBefore.statements) / total,
+    gatewayTransactions: (gatewayAfter.transactions - gatewayBefore.transactions) / total,
+    executorStatements: (executorAfter.statements - executorBefore.statements) / total,
+  };
+}
+
+/** One tool call over a kept-alive connection (the fixed-rate phase: the client's own CPU kept small). */
+async function toolOver(client: KeepAliveClient, sessionId: string, name: string, args: Record<string, unknown>): Promise<void> {
+  const res = await client.post(`/v1/sessions/${sessionId}/tools/${name}`, { arguments: args });
+  if (res.status !== 200 || (JSON.parse(res.text) as { is_error?: boolean }).is_error) throw new Error(`${name} failed: ${res.status} ${res.text.slice(0, 300)}`);
+}
+
+/** The host's CPU time so far, all cores, in clock ticks: busy (everything but idle and iowait) and total. */
+function hostCpuTicks(): { busy: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = fields.reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3] - fields[4], total };
+}
+
+function printFixedRate(figures: LoadFigure[]): void {
+  const base = figures[0];
+  if (!base) return;
+  process.stdout.write(`\nfixed rate: ${RATE} calls/s offered for ${RATE_SECONDS} s at each N, latency from the scheduled send (baseline N=${base.sessions})\n`);
+  printTable(
+    [
+      'N', 'achieved/s', 'p50', 'p99', 'max', 'errors', `p99 / N=${base.sessions}`, 'send late p99', 'host CPU busy',
+      'gateway stmts/call', 'txns/call', 'executor stmts/call', 'CPU ms/call: sandboxes', 'engine', 'executor', 'gateway',
+    ],
+    figures.map(({ sessions, fixedRate: r }) => [
+      String(sessions),
+      r.achieved.toFixed(1),
+      ms(orNaN(r.latencies, 50)),
+      ms(orNaN(r.latencies, 99)),
+      ms(orNaN(r.latencies, 100)),
+      String(r.errors),
+      (orNaN(r.latencies, 99) / orNaN(base.fixedRate.latencies, 99)).toFixed(2),
+      ms(orNaN(r.sendLag, 99)),
+      `${r.hostBusyPercent.toFixed(0)} %`,
+      r.gatewayStatements.toFixed(2),
+      r.gatewayTransactions.toFixed(2),
+      r.executorStatements.toFixed(2),
+      r.cpuPerCall.sandboxes.toFixed(2),
+      r.cpuPerCall.engine.toFixed(2),
+      r.cpuPerCall.executor.toFixed(2),
+      r.cpuPerCall.gateway.toFixed(2),
+    ]),
+  );
+  for (const { sessions, fixedRate: r } of figures) {
+    const tools = [...r.byTool].map(([name, values]) => `${name} ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`).join(', ');
+    const route = (values: number[]) => `${values.length} calls, ${orNaN(values, 50).toFixed(1)}/${orNaN(values, 99).toFixed(1)}`;
+    process.stdout.write(
+      `N=${sessions} by tool, p50/p99 ms: ${tools}; session route cached: ${route(r.routeHit)}, not: ${route(r.routeMiss)}; ` +
+        `the slowest 1 % due in ${r.slowestSeconds} distinct seconds of ${RATE_SECONDS}\n`,
+    );
+  }
+}
+
 async function tool(stack: BenchStack, tenant: BenchTenant, sessionId: string, name: string, args: Record<string, unknown>): Promise<void> {
   const res = await stack.request('POST', `/v1/sessions/${sessionId}/tools/${name}`, { key: tenant.apiKey, body: { arguments: args } });
   if (res.status !== 200 || res.body.is_error) throw new Error(`${name} failed: ${res.status} ${res.text.slice(0, 300)}`);
 }
 
-/** Ids of the executor's running containers that serve sessions (pool containers waiting excluded where labels tell). */
-function sessionContainers(executorId: string): string[] {
+/**
+ * The two listings each orphan sweep makes (every container and every volume carrying the
+ * executor's labels, as DockerSandboxDriver.listOwned and listOwnedVolumes ask for them):
+ * the engine's CPU for them, and the wall time, each call made the way the driver makes it.
+ */
+async function sweepListingCost(executorId: string): Promise<{ engineMs: number; wallMs: number }> {
+  const engineCpu = () => ['dockerd', 'containerd'].flatMap(pidsNamed).reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  const filters = { label: ['runbox.managed=true', `runbox.executor=${executorId}`] };
+  const docker = new Docker();
+  const before = engineCpu();
+  const started = performance.now();
+  await Promise.all([docker.listContainers({ all: true, filters }), docker.listVolumes({ filters })]);
+  return { engineMs: engineCpu() - before, wallMs: performance.now() - started };
+}
+
+/** Ids of the executor's running containers: the sessions' and the warm pool's. */
+function executorContainers(executorId: string): string[] {
   const out = execFileSync('docker', ['ps', '-q', '--no-trunc', '--filter', `label=runbox.executor=${executorId}`], { encoding: 'utf8' });
   return out.split('\n').filter(Boolean);
+}
+
+/**
+ * The containers bound to a session, from the executor's rows: a container handed out of
+ * the warm pool keeps its `runbox.pool` label for life, so labels cannot tell them apart.
+ */
+async function boundContainers(stack: BenchStack): Promise<Set<string>> {
+  const client = new Client({ connectionString: stack.systemDatabaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ container_id: string }>(
+      `SELECT container_id FROM sandboxes WHERE executor_id = $1 AND state = 'ready' AND container_id IS NOT NULL`,
+      [stack.executorId],
+    );
+    return new Set(rows.map((r) => r.container_id));
+  } finally {
+    await client.end();
+  }
 }
 
 /**
@@ -427,18 +675,25 @@ function containerMemory(ids: string[]): Pick<LoadFigure, 'cgroupMb' | 'processA
 const IDLE_CPU_WINDOW_MS = 10_000;
 
 /**
- * CPU time the containers (every process in them) and their shims use over a few idle
- * seconds, in % of one core: what N sandboxes that do nothing take from the calls.
+ * CPU time the sessions' containers (every process in them) and their shims use over a few
+ * idle seconds, in % of one core: what N sandboxes that do nothing take from the calls; and
+ * the same for the warm pool's containers, apart.
  */
-async function idleCpu(ids: string[], stack: BenchStack): Promise<{ percent: number; perSandbox: CpuSplit }> {
-  const before = cpuSnapshot(ids, stack);
+async function idleCpu(ids: string[], pool: string[], stack: BenchStack): Promise<{ percent: number; perSandbox: CpuSplit; poolPercent: number }> {
+  const before = cpuSnapshot([...ids, ...pool], stack);
   await pause(IDLE_CPU_WINDOW_MS);
-  const used = cpuSince(before, cpuSnapshot(ids, stack));
-  return { percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100, perSandbox: divide(used, (ids.length * IDLE_CPU_WINDOW_MS) / 1000) };
+  const after = cpuSnapshot([...ids, ...pool], stack);
+  const used = cpuSince(before, after, ids);
+  const poolMs = cpuSince(before, after, pool).sandboxes;
+  return {
+    percent: (used.sandboxes / IDLE_CPU_WINDOW_MS) * 100,
+    perSandbox: divide(used, (Math.max(1, ids.length) * IDLE_CPU_WINDOW_MS) / 1000),
+    poolPercent: (poolMs / IDLE_CPU_WINDOW_MS) * 100,
+  };
 }
 
 interface CpuSnapshot {
-  sandboxes: Map<string, number>;
+  sandboxes: Map<string, { all: number; shim: number }>;
   engine: number;
   executor: number;
   gateway: number;
@@ -450,15 +705,21 @@ function cpuSnapshot(ids: string[], stack: BenchStack): CpuSnapshot {
   return { sandboxes: sandboxCpuMs(ids), engine, executor: processCpuMs(stack.executorPid), gateway: processCpuMs(stack.gatewayPid) };
 }
 
-function cpuSince(before: CpuSnapshot, after: CpuSnapshot): CpuSplit {
+function cpuSince(before: CpuSnapshot, after: CpuSnapshot, only?: readonly string[]): CpuSplit {
   let sandboxes = 0;
+  let shims = 0;
   // Only containers seen both times: one the pool let go meanwhile took its whole past with it.
-  for (const [id, ms_] of after.sandboxes) if (before.sandboxes.has(id)) sandboxes += ms_ - before.sandboxes.get(id)!;
-  return { sandboxes, engine: after.engine - before.engine, executor: after.executor - before.executor, gateway: after.gateway - before.gateway };
+  for (const [id, now] of after.sandboxes) {
+    const then = before.sandboxes.get(id);
+    if (!then || (only && !only.includes(id))) continue;
+    sandboxes += now.all - then.all;
+    shims += now.shim - then.shim;
+  }
+  return { sandboxes, shims, engine: after.engine - before.engine, executor: after.executor - before.executor, gateway: after.gateway - before.gateway };
 }
 
 function divide(split: CpuSplit, by: number): CpuSplit {
-  return { sandboxes: split.sandboxes / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
+  return { sandboxes: split.sandboxes / by, shims: split.shims / by, engine: split.engine / by, executor: split.executor / by, gateway: split.gateway / by };
 }
 
 /** utime + stime of one process, in ms; 0 if it is gone. */
@@ -475,14 +736,17 @@ function pidsNamed(name: string): number[] {
 }
 
 /** CPU time so far of each container (its processes) plus its shim, in ms, by container id. */
-function sandboxCpuMs(ids: string[]): Map<string, number> {
+function sandboxCpuMs(ids: string[]): Map<string, { all: number; shim: number }> {
   const shims = shimPidsById();
-  const out = new Map<string, number>();
+  const out = new Map<string, { all: number; shim: number }>();
   for (const id of ids) {
     const shim = shims.get(id);
     const container = containerSeconds(id);
     // Gone meanwhile when either cannot be read.
-    if (shim !== undefined && container !== undefined) out.set(id, container * 1000 + processCpuMs(shim));
+    if (shim !== undefined && container !== undefined) {
+      const shimMs = processCpuMs(shim);
+      out.set(id, { all: container * 1000 + shimMs, shim: shimMs });
+    }
   }
   return out;
 }
@@ -562,6 +826,11 @@ function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   process.stdout.write(`\n${line(header)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.map(line).join('\n')}\n`);
+}
+
+/** The percentile, or NaN when there are no samples (a phase where every call failed): printed, not a crash. */
+function orNaN(values: number[], p: number): number {
+  return values.length ? percentile(values, p) : NaN;
 }
 
 function ms(value: number): string {
