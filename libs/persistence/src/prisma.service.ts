@@ -142,12 +142,15 @@ export class PrismaService {
       });
     }
     const client = await this.tenantPool.connect();
-    // Prisma ends an interactive transaction after TRANSACTION_OPTIONS.timeout; here each
-    // statement is bounded by as much.
-    let begin = `BEGIN; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true)`;
+    let begin = beginTenant(client, tenantId, 'BEGIN');
     // A statement of its own, so the work's first statement begins after the lock is granted.
     if (lock) begin += `; SELECT pg_advisory_xact_lock(${Math.trunc(lock.classId)}, hashtext(${client.escapeLiteral(lock.name)}))`;
-    return inTransaction(client, begin, work);
+    return rollingBackOnFailure(client, async () => {
+      await client.query(begin);
+      const result = await work({ query: async <R>(sql: Prisma.Sql) => (await client.query(sql.text, sql.values)).rows as R[] });
+      await client.query('COMMIT');
+      return result;
+    });
   }
 
   /**
@@ -161,22 +164,11 @@ export class PrismaService {
     const outer = this.scopes.getStore();
     if (outer?.open) return this.nested(outer, tenantId, (tx) => tx.$queryRaw<T[]>(sql));
     const client = await this.tenantPool.connect();
-    let broken: Error | undefined;
-    try {
-      const text =
-        `BEGIN READ ONLY; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true);\n` +
-        `${withLiterals(client, sql)};\nCOMMIT`;
+    return rollingBackOnFailure(client, async () => {
+      const text = `${beginTenant(client, tenantId, 'BEGIN READ ONLY')};\n${withLiterals(client, sql)};\nCOMMIT`;
       const results = (await client.query(text)) as unknown as QueryResult[];
       return results[2].rows as T[];
-    } catch (err) {
-      // The failed statement left the transaction open and aborted.
-      await client.query('ROLLBACK').catch((e: unknown) => {
-        broken = e instanceof Error ? e : new Error(String(e));
-      });
-      throw err;
-    } finally {
-      client.release(broken);
-    }
+    });
   }
 
   /**
@@ -265,15 +257,24 @@ export class PrismaService {
   }
 }
 
-/** Runs `work` between `begin` and COMMIT on the client, rolling back when it fails; releases the client. */
-async function inTransaction<T>(client: PoolClient, begin: string, work: (sql: SqlTx) => Promise<T>): Promise<T> {
+/**
+ * The statement that opens a tenant transaction on `client` (`begin`: BEGIN or BEGIN READ
+ * ONLY) and sets its tenant and, as Prisma bounds an interactive transaction by
+ * TRANSACTION_OPTIONS.timeout, a statement timeout of as much.
+ */
+function beginTenant(client: PoolClient, tenantId: string, begin: 'BEGIN' | 'BEGIN READ ONLY'): string {
+  return `${begin}; SELECT set_config('app.tenant_id', ${client.escapeLiteral(tenantId)}, true), set_config('statement_timeout', '${TRANSACTION_OPTIONS.timeout}', true)`;
+}
+
+/**
+ * Runs `work`, a transaction on `client`; when it fails, rolls the transaction back (a
+ * failed statement leaves it open and aborted). Releases the client either way.
+ */
+async function rollingBackOnFailure<T>(client: PoolClient, work: () => Promise<T>): Promise<T> {
   // A connection whose ROLLBACK failed is broken: the pool drops it rather than lend it again.
   let broken: Error | undefined;
   try {
-    await client.query(begin);
-    const result = await work({ query: async <R>(sql: Prisma.Sql) => (await client.query(sql.text, sql.values)).rows as R[] });
-    await client.query('COMMIT');
-    return result;
+    return await work();
   } catch (err) {
     await client.query('ROLLBACK').catch((e: unknown) => {
       broken = e instanceof Error ? e : new Error(String(e));
