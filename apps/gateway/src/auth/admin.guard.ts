@@ -3,11 +3,12 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { AppError, ErrorCode } from '@app/errors';
 import type { Request } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
+import { ChecksQueryAfterAuthenticating, rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
 import { bearerToken } from './auth.service';
 
 /** /v1/admin routes: the bearer token must equal RUNBOX_ADMIN_TOKEN. Without one, they are off. */
 @Injectable()
+@ChecksQueryAfterAuthenticating()
 export class AdminGuard implements CanActivate {
   private readonly expected?: Buffer;
 

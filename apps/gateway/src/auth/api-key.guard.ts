@@ -1,9 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { AuthenticatedRequest } from '../common/request-context';
-import { rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
+import { ChecksQueryAfterAuthenticating, rejectUndeclaredQuery } from '../common/validation/undeclared-query.guard';
 import { AuthService } from './auth.service';
 
 @Injectable()
+@ChecksQueryAfterAuthenticating()
 export class ApiKeyGuard implements CanActivate {
   constructor(private readonly auth: AuthService) {}
 

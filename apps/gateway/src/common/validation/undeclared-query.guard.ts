@@ -8,6 +8,19 @@ import { ZodValidationPipe } from './zod-validation.pipe';
 const noQuery = new ZodValidationPipe(z.object({}).strict(), 'query');
 /** Per handler: whether it declares a query schema. */
 const declaresQuery = new WeakMap<object, boolean>();
+/** Guard classes that call rejectUndeclaredQuery themselves once they have authenticated. */
+const checkingGuards = new WeakSet<object>();
+
+/**
+ * Marks an authenticating guard that applies the undeclared-query rule itself, after
+ * authenticating: UndeclaredQueryGuard then leaves its routes to it. A route whose guards
+ * are not marked is checked by UndeclaredQueryGuard, so a new guard cannot drop the rule.
+ */
+export function ChecksQueryAfterAuthenticating(): ClassDecorator {
+  return (guard) => {
+    checkingGuards.add(guard);
+  };
+}
 
 /**
  * A route that declares no query schema takes no query: an unknown parameter is a 400 that
@@ -35,9 +48,10 @@ function hasAnyKey(value: object): boolean {
 
 /**
  * Applies the undeclared-query rule to every route, a new one included, as a global guard.
- * On a route with guards of its own (they authenticate) the rule is theirs to apply once
- * they have authenticated, so a request without credentials is a 401 whatever its query
- * holds; on any other route (probes, metrics, the API document) it is applied here. A
+ * On a route with an authenticating guard marked ChecksQueryAfterAuthenticating the rule is
+ * that guard's to apply once it has authenticated, so a request without credentials is a
+ * 401 whatever its query holds; on any other route (probes, metrics, the API document) it
+ * is applied here. A
  * guard rather than an interceptor: Nest wraps every request a global interceptor sees in
  * observables, a cost on every call for a check that is almost always a no-op.
  */
@@ -46,16 +60,16 @@ export class UndeclaredQueryGuard implements CanActivate {
   private readonly guarded = new WeakMap<object, boolean>();
 
   canActivate(context: ExecutionContext): boolean {
-    if (!this.hasGuardsOfItsOwn(context)) rejectUndeclaredQuery(context);
+    if (!this.hasCheckingGuard(context)) rejectUndeclaredQuery(context);
     return true;
   }
 
-  private hasGuardsOfItsOwn(context: ExecutionContext): boolean {
+  private hasCheckingGuard(context: ExecutionContext): boolean {
     const handler = context.getHandler();
     let guarded = this.guarded.get(handler);
     if (guarded === undefined) {
       const declared = [Reflect.getMetadata(GUARDS_METADATA, context.getClass()), Reflect.getMetadata(GUARDS_METADATA, handler)] as unknown[];
-      guarded = declared.some((guards) => Array.isArray(guards) && guards.length > 0);
+      guarded = declared.some((guards) => Array.isArray(guards) && guards.some((guard) => typeof guard === 'function' && checkingGuards.has(guard)));
       this.guarded.set(handler, guarded);
     }
     return guarded;
