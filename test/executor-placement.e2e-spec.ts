@@ -132,10 +132,23 @@ describe('executors on their own Docker engines', () => {
   }
 
   /** Whether the file exists in the container, asked of its engine directly. */
-  async function fileExists(executorId: string, containerId: string, path: string): Promise<boolean> {
-    const exec = await engineOf.get(executorId)!.getContainer(containerId).exec({ Cmd: ['test', '-e', path] });
+  async function execIn(executorId: string, containerId: string, cmd: string[]): Promise<number | null> {
+    const exec = await engineOf.get(executorId)!.getContainer(containerId).exec({ Cmd: cmd });
     await new Promise<void>((resolve, reject) => exec.start({}, (err, stream) => (err ? reject(err) : stream?.on('end', resolve).resume())));
-    return (await exec.inspect()).ExitCode === 0;
+    // The engine may report the exec as running for a moment after its output ended.
+    return eventually('the exec to be reported ended', async () => {
+      const { Running, ExitCode } = await exec.inspect();
+      return Running ? undefined : ExitCode;
+    }, 10_000);
+  }
+  const fileExists = async (executorId: string, containerId: string, path: string) => (await execIn(executorId, containerId, ['test', '-e', path])) === 0;
+  /**
+   * A command that marks its start and then runs until the test lets it finish (`letFinish`):
+   * a fixed sleep could end before a loaded machine got round to the step it must outlast.
+   */
+  const heldCommand = (output: string) => `touch /workspace/started; while [ ! -e /tmp/go ]; do sleep 0.05; done; echo ${output}`;
+  async function letFinish(executorId: string, containerId: string): Promise<void> {
+    expect(await execIn(executorId, containerId, ['touch', '/tmp/go'])).toBe(0);
   }
 
   it('places each new session on the executor with the most free room, and answers 503 with Retry-After once all are full', async () => {
@@ -231,7 +244,7 @@ describe('executors on their own Docker engines', () => {
     expect((await terminal(session, 'true')).status).toBe(200);
     const [container] = await engineOf.get(ex('stall-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
     let settled = false;
-    const call = terminal(session, 'touch /workspace/started; sleep 1; echo finished', undefined, { max_wait_ms: 30_000, timeout_seconds: 30 }).finally(() => (settled = true));
+    const call = terminal(session, heldCommand('finished'), undefined, { max_wait_ms: 60_000, timeout_seconds: 60 }).finally(() => (settled = true));
     await eventually('the call to start', () => fileExists(ex('stall-a'), container.Id, '/workspace/started'));
 
     // A scheduling pause on a loaded machine, made long: no heartbeat for well past three.
@@ -244,6 +257,7 @@ describe('executors on their own Docker engines', () => {
     // Yet the call it took is still awaited: the stalled process still holds its connection.
     expect(settled).toBe(false);
     executor.resume();
+    await letFinish(ex('stall-a'), container.Id);
     const done = await call;
     expect(done.status).toBe(200);
     expect(done.body.output).toContain('finished');
@@ -301,7 +315,7 @@ describe('executors on their own Docker engines', () => {
     await startExecutor(ex('drain-b'), 2);
     const [container] = await engineOf.get(ex('drain-a'))!.listContainers({ filters: { label: [`runbox.session=${session}`] } });
 
-    const inFlight = terminal(session, 'touch /workspace/started; sleep 2; echo finished-in-drain');
+    const inFlight = terminal(session, heldCommand('finished-in-drain'));
     // In flight once the command runs in the sandbox.
     await eventually('the slow call to start', () => fileExists(ex('drain-a'), container.Id, '/workspace/started'));
     const stopping = draining.kill('SIGTERM');
@@ -311,6 +325,8 @@ describe('executors on their own Docker engines', () => {
     expect((await terminal(fresh, 'echo elsewhere')).status).toBe(200);
     expect(await holderOf(fresh)).toBe(ex('drain-b'));
 
+    // Still in flight all this time; it finishes while the executor drains.
+    await letFinish(ex('drain-a'), container.Id);
     const finished = await inFlight;
     expect(finished.status).toBe(200);
     expect(finished.body.output).toContain('finished-in-drain');

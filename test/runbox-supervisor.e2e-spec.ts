@@ -69,9 +69,13 @@ describe('./runbox up: the service supervisor', () => {
 
   it('stops without a restart when the service ends by INT, as Ctrl-C ends it', async () => {
     const intFile = join(dir, 'int-service.pid');
+    const readyFile = join(dir, 'int-service.ready');
     let intLog = '';
-    // Node, like the real services: it dies by INT even where its parent ignores INT.
-    const other = spawn(SUPERVISE, ['node-service', intFile, process.execPath, '-e', 'setInterval(() => undefined, 1000)'], {
+    // Node, like the real services: it dies by INT even where its parent ignores INT, once
+    // it has set its signals up at startup. Until then the INT its parent ignores is lost,
+    // so the service says when its own code runs.
+    const serviceCode = `require('fs').writeFileSync(${JSON.stringify(readyFile)}, String(process.pid)); setInterval(() => undefined, 1000)`;
+    const other = spawn(SUPERVISE, ['node-service', intFile, process.execPath, '-e', serviceCode], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUNBOX_STATE_DIR: dir },
     });
@@ -79,6 +83,7 @@ describe('./runbox up: the service supervisor', () => {
     const exited = new Promise<number | null>((resolve) => other.once('exit', (code) => resolve(code)));
     const service = await eventually('the service to start', async () => readPid(intFile), 10_000);
     started.push(service, other.pid!);
+    await eventually('the service to run its code', async () => readPid(readyFile) === service || undefined, 10_000);
     process.kill(service, 'SIGINT');
     const stillRunning = new Promise<string>((resolve) => setTimeout(() => resolve('the supervisor is still running'), 10_000).unref());
     expect(await Promise.race([exited, stillRunning])).toBe(0);
