@@ -37,7 +37,8 @@
  *                     listings cost the engine at N
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
- * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures.
+ * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures,
+ * RUNBOX_LOAD_SKIP_DENSITY=1 the others.
  */
 import { ScriptedModelServer } from '@app/testing';
 import Docker from 'dockerode';
@@ -88,7 +89,7 @@ async function main(): Promise<void> {
       ],
     );
   }
-  await loadFigures();
+  if (process.env.RUNBOX_LOAD_SKIP_DENSITY !== '1') await loadFigures();
 }
 
 /** First-call latency and the 32-runs burst on one stack. */

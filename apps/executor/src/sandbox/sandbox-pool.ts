@@ -44,6 +44,9 @@ export class SandboxPool {
   private readonly creating = new Map<string, Promise<void>>();
   /** Handed to a session, not destroyed yet, by container id. */
   private readonly handedOut = new Map<string, PooledSandbox>();
+  /** Trimmed off, waiting for their turn to be removed: still the pool's until gone. */
+  private readonly leaving = new Set<PooledSandbox>();
+  private removals: Promise<void> = Promise.resolve();
   private readonly demand: WarmPoolDemand;
   /** Sandboxes the executor may still take on; the pool keeps no more than this. */
   private room: () => number = () => Number.MAX_SAFE_INTEGER;
@@ -96,7 +99,26 @@ export class SandboxPool {
     this.demand.shrinkIfIdle(this.now());
     const excess = this.idle.length - this.target;
     // The longest-waiting first: the newest are the warmest in the engine's caches.
-    for (const sandbox of this.idle.splice(0, Math.max(0, excess))) void this.discard(sandbox, 'the warm pool shrank');
+    const surplus = this.idle.splice(0, Math.max(0, excess));
+    if (surplus.length > 0) this.removeInTurn(surplus, 'the warm pool shrank');
+  }
+
+  /**
+   * Removes containers one after another rather than all at once. Halving a pool of 32
+   * asked the engine for 16 container and workspace-disk removals together, and on two
+   * cores the live sessions' tool calls stalled for a few hundred milliseconds meanwhile
+   * (the load bench's fixed rate, N = 50). One at a time the pool's shrinking costs the
+   * same but never takes both cores. Until removed they are listed as the pool's, so the
+   * orphan sweep leaves them to it.
+   */
+  private removeInTurn(sandboxes: PooledSandbox[], why: string): void {
+    for (const sandbox of sandboxes) this.leaving.add(sandbox);
+    this.removals = this.removals.then(async () => {
+      for (const sandbox of sandboxes) {
+        await this.discard(sandbox, why);
+        this.leaving.delete(sandbox);
+      }
+    });
   }
 
   /** A ready container, or undefined when none is; either way the pool refills behind. */
@@ -133,7 +155,7 @@ export class SandboxPool {
   owned(): { containers: Set<string>; volumes: Set<string> } {
     const containers = new Set<string>();
     const volumes = new Set<string>();
-    for (const s of this.idle) {
+    for (const s of [...this.idle, ...this.leaving]) {
       containers.add(s.containerId).add(s.name);
       volumes.add(s.volume);
     }
@@ -176,7 +198,7 @@ export class SandboxPool {
     clearTimeout(this.refillTimer);
     clearInterval(this.trimTimer);
     const waiting = this.idle.splice(0);
-    await Promise.all([...waiting.map((s) => this.discard(s, 'the executor is stopping')), ...this.creating.values()]);
+    await Promise.all([...waiting.map((s) => this.discard(s, 'the executor is stopping')), ...this.creating.values(), this.removals]);
   }
 
   private async createOne(name: string): Promise<void> {

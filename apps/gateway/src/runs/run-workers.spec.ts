@@ -114,8 +114,8 @@ function setUp() {
     },
   });
   const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, {} as RunToolSelection, silentLogger);
-  const deliver = (runId: string) => {
-    const message = queueMessage({ tenant_id: 'ten_1', run_id: runId });
+  const deliver = (runId: string, tenantId = 'ten_1') => {
+    const message = queueMessage({ tenant_id: tenantId, run_id: runId });
     feed.push(message.msg);
     return message;
   };
@@ -307,6 +307,86 @@ describe('RunWorkers', () => {
     expect(message.seen.outcome).toBe('term');
     expect(loop.executions).toEqual([]);
     await workers.beforeApplicationShutdown();
+  });
+
+  // testConfig has 4 workers: 1 reserved, so a tenant alone runs 3 at once.
+  describe('sharing workers between tenants', () => {
+    async function fillShare(fixture: ReturnType<typeof setUp>) {
+      const { store, loop, workers, deliver } = fixture;
+      await workers.onApplicationBootstrap();
+      const running = [1, 2, 3].map(() => deliver(store.addRun().id));
+      await loop.started(3);
+      return running;
+    }
+
+    it("parks a run that would take the reserved worker, and starts it the moment a worker outside the reserve frees up", async () => {
+      const fixture = setUp();
+      const { store, loop, workers, deliver } = fixture;
+      const running = await fillShare(fixture);
+
+      const fourth = store.addRun();
+      const parked = deliver(fourth.id);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(loop.executions).toHaveLength(3);
+      expect(parked.seen).toEqual({ working: 1, outcome: undefined });
+
+      // No timer runs: the run ending is what starts the parked one.
+      loop.executions[0].finish('finished');
+      await running[0].settled;
+      await loop.started(4);
+      expect(loop.executions[3].runId).toBe(fourth.id);
+      expect(parked.seen.outcome).toBeUndefined();
+      await workers.beforeApplicationShutdown();
+    });
+
+    it('puts a parked run back on the queue when its wait is over, so any replica may take it', async () => {
+      const fixture = setUp();
+      const { store, loop, workers, deliver } = fixture;
+      await fillShare(fixture);
+
+      const parked = deliver(store.addRun().id);
+      await jest.advanceTimersByTimeAsync(499);
+      expect(parked.seen.outcome).toBeUndefined();
+      await jest.advanceTimersByTimeAsync(1);
+
+      expect(parked.seen.outcome).toEqual({ nak: undefined });
+      // A worker that frees up later has nothing parked to start.
+      loop.executions[0].finish('finished');
+      await jest.advanceTimersByTimeAsync(0);
+      expect(loop.executions).toHaveLength(3);
+      await workers.beforeApplicationShutdown();
+    });
+
+    it('parks no more runs than it reserves workers: the next goes back on the queue with its delay', async () => {
+      const fixture = setUp();
+      const { store, workers, deliver } = fixture;
+      await fillShare(fixture);
+
+      const parked = deliver(store.addRun().id);
+      const queued = deliver(store.addRun().id);
+      await queued.settled;
+
+      expect(queued.seen.outcome).toEqual({ nak: 500 });
+      expect(parked.seen.outcome).toBeUndefined();
+      await workers.beforeApplicationShutdown();
+      expect(parked.seen.outcome).toEqual({ nak: undefined });
+    });
+
+    it("gives the reserved worker to another tenant's run while one of the first tenant's waits parked", async () => {
+      const fixture = setUp();
+      const { store, loop, workers, deliver } = fixture;
+      await fillShare(fixture);
+      const parked = deliver(store.addRun().id);
+      await jest.advanceTimersByTimeAsync(0);
+
+      const other = store.addRun({ tenantId: 'ten_2' });
+      deliver(other.id, 'ten_2');
+      await loop.started(4);
+
+      expect(loop.executions[3].runId).toBe(other.id);
+      expect(parked.seen.outcome).toBeUndefined();
+      await workers.beforeApplicationShutdown();
+    });
   });
 
   describe('executing a sub-run inline, in its parent worker', () => {

@@ -13,11 +13,15 @@ import { isTransientInfrastructureError } from './run-context';
 import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import { RunToolSelection } from './run-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
-import { belowFairShare, takesFromReserve, WorkerHolds } from './worker-share';
+import { belowFairShare, reservedWorkers, takesFromReserve, WorkerHolds } from './worker-share';
 
 /** How long one read of the deployment's worker holds serves the fairness decisions. */
 const HOLDS_TTL_MS = 250;
-/** A run that yielded its worker to other tenants comes back after this, longer each time, up to 5 s. */
+/**
+ * A run that yielded its worker to other tenants waits this long, longer with each
+ * delivery, up to 5 s: parked here (see `park`), or back on the queue when the replica
+ * already parks as many runs as it reserves workers.
+ */
 const YIELD_RETRY_STEP_MS = 500;
 const YIELD_RETRY_MAX_MS = 5_000;
 
@@ -37,6 +41,14 @@ interface ClaimedWork {
   tenantTools?: ExecuteOptions['tenantTools'];
 }
 
+/** A run that yielded a reserved worker and waits here for one outside the reserve. */
+interface ParkedRun {
+  msg: JsMsg;
+  tenantId: string;
+  /** Puts the message back on the queue when the wait is over. */
+  timer: NodeJS.Timeout;
+}
+
 /** How executing a sub-run in its parent's worker went; `held`: another worker has it now. */
 export type InlineOutcome = RunOutcome | 'held';
 
@@ -50,8 +62,8 @@ export type InlineOutcome = RunOutcome | 'held';
  *
  * Workers are shared fairly between tenants (worker-share.ts): the last few free workers
  * go only to tenants below their share of the deployment, counted from the live leases in
- * Postgres, so a run of a tenant that holds more goes back on the queue for a while and
- * another tenant's run behind it gets the worker.
+ * Postgres, so a run of a tenant that holds more waits (parked here, or back on the queue)
+ * and another tenant's run behind it gets the worker.
  */
 @Injectable()
 export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -68,6 +80,10 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   private readonly heldHere = new Map<string, number>();
   /** The last read of what other replicas hold. */
   private elsewhere?: { readAt: number; holds: WorkerHolds };
+  /** Runs that yielded a reserved worker, oldest first; a freed worker goes to them first. */
+  private readonly parked: ParkedRun[] = [];
+  private offeringParked = false;
+  private offerAgain = false;
 
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
@@ -107,6 +123,10 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     this.stopping = true;
     this.cancelSubscription?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
+    for (const parked of this.parked.splice(0)) {
+      clearTimeout(parked.timer);
+      parked.msg.nak();
+    }
     for (const runId of this.active.keys()) this.abort(runId, 'shutdown');
     await Promise.allSettled([...this.handlers]);
   }
@@ -116,22 +136,93 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       await this.takeSlot();
       if (this.stopping) {
         msg.nak();
-        this.releaseSlot();
+        this.giveBackSlot();
         continue;
       }
       const tenantId = this.nats.parseEvent(runQueuedContract, msg.data)?.tenant_id;
       if (tenantId !== undefined && (await this.yieldsToOtherTenants(tenantId))) {
-        msg.nak(Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount));
-        this.releaseSlot();
+        const waitMs = Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount);
+        this.giveBackSlot();
+        if (!this.park(msg, tenantId, waitMs)) msg.nak(waitMs);
         continue;
       }
-      this.countHeld(tenantId, +1);
-      const handler = this.handle(msg).finally(() => {
-        this.handlers.delete(handler);
-        this.countHeld(tenantId, -1);
-        this.releaseSlot();
-      });
-      this.handlers.add(handler);
+      this.begin(msg, tenantId);
+    }
+  }
+
+  /** Executes the run of a message in the worker slot already taken for it. */
+  private begin(msg: JsMsg, tenantId: string | undefined): void {
+    this.countHeld(tenantId, +1);
+    const handler = this.handle(msg).finally(() => {
+      this.handlers.delete(handler);
+      this.countHeld(tenantId, -1);
+      this.releaseSlot();
+    });
+    this.handlers.add(handler);
+  }
+
+  /**
+   * Keeps a run that yielded a reserved worker here for the time it would otherwise spend
+   * back on the queue, and starts it the moment a worker outside the reserve frees up (or
+   * its tenant falls below its share). Back on the queue, a yielded run could only come back
+   * after its delay, so a tenant alone with a burst one run larger than the workers outside
+   * the reserve waited up to seconds after a worker was free. The wait is no longer than
+   * the queue's delay would have been, so another replica with free workers still gets the
+   * run as soon as it would have; and no more runs are parked than workers are reserved,
+   * so a backlog stays on the queue, where every replica can reach it.
+   */
+  private park(msg: JsMsg, tenantId: string, waitMs: number): boolean {
+    if (this.parked.length >= reservedWorkers(this.config.RUNBOX_RUN_WORKERS)) return false;
+    // The message is not acknowledged while it waits: its ack wait (the lease) starts again,
+    // and the wait stays within it.
+    msg.working();
+    const parked: ParkedRun = {
+      msg,
+      tenantId,
+      timer: setTimeout(() => {
+        if (this.unpark(parked)) msg.nak();
+      }, Math.min(waitMs, this.leaseMs / 2)),
+    };
+    this.parked.push(parked);
+    return true;
+  }
+
+  /** Takes a run off the parked list; false if it was no longer there. */
+  private unpark(parked: ParkedRun): boolean {
+    const index = this.parked.indexOf(parked);
+    if (index < 0) return false;
+    this.parked.splice(index, 1);
+    clearTimeout(parked.timer);
+    return true;
+  }
+
+  /**
+   * Offers free workers to the parked runs, oldest first, each under the same reserve rule
+   * as a pulled run. A worker freed while an offer is under way is offered in another pass.
+   */
+  private async offerParked(): Promise<void> {
+    if (this.offeringParked) {
+      this.offerAgain = true;
+      return;
+    }
+    this.offeringParked = true;
+    try {
+      do {
+        this.offerAgain = false;
+        for (const parked of [...this.parked]) {
+          if (this.free === 0 || this.stopping) return;
+          this.free--;
+          const yields = await this.yieldsToOtherTenants(parked.tenantId);
+          // Its wait may have ended meanwhile (the message is back on the queue).
+          if (yields || !this.unpark(parked)) {
+            this.giveBackSlot();
+            continue;
+          }
+          this.begin(parked.msg, parked.tenantId);
+        }
+      } while (this.offerAgain);
+    } finally {
+      this.offeringParked = false;
     }
   }
 
@@ -330,7 +421,13 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     return new Promise((resolve) => this.slotWaiters.push(resolve));
   }
 
+  /** A run ended: its slot goes to a message waiting for one, else to a parked run. */
   private releaseSlot(): void {
+    this.giveBackSlot();
+    if (this.free > 0 && this.parked.length > 0) void this.offerParked();
+  }
+
+  private giveBackSlot(): void {
     const next = this.slotWaiters.shift();
     if (next) next();
     else this.free++;

@@ -252,7 +252,7 @@ export class InMemoryRuns {
   }
 
   leasesRepository(): RunLeasesRepository {
-    const fake: Pick<RunLeasesRepository, 'claim' | 'renewLease' | 'releaseLease'> = {
+    const fake: Pick<RunLeasesRepository, 'claim' | 'renewLease' | 'releaseLease' | 'workerHoldsElsewhere'> = {
       claim: async (_tenantId, runId, owner, leaseMs): Promise<ClaimOutcome> => {
         const run = this.runs.get(runId);
         if (!run || isTerminal(run.status)) return { kind: 'finished' };
@@ -273,6 +273,8 @@ export class InMemoryRuns {
         const run = this.runs.get(runId);
         if (run && run.leaseOwner === owner) Object.assign(run, { leaseOwner: null, leaseExpiresAt: null });
       },
+      // One replica: no other holds anything.
+      workerHoldsElsewhere: async () => ({ byTenant: new Map(), replicas: 0 }),
     };
     return fake as RunLeasesRepository;
   }
