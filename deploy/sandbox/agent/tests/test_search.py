@@ -357,7 +357,8 @@ class GrepTest(SearchTest):
         started = time.monotonic()
         with patch, mock.patch.dict(os.environ, {"RUNBOX_FILE_SEARCH_TIMEOUT": "0.7"}):
             res = self.call("grep", pattern="alpha", output_mode="content")
-        self.assertLess(time.monotonic() - started, 5)
+        # Well before the fake rg's 30 s, with room for a loaded machine.
+        self.assertLess(time.monotonic() - started, 15)
         self.assertTrue(res["metadata"]["partial"])
         self.assertEqual(res["output"].split("\n")[0], "found.txt:7:alpha")
         self.assertIn("deadline", res["output"])

@@ -352,12 +352,14 @@ class TimeoutTests(TerminalTestCase):
                               max_wait_ms=5000)
         child = int(re.search(r"child=(\d+)", result["output"]).group(1))
         self.pids.append(child)
-        self.assertLess(time.monotonic() - started, 4.5)
+        # Ended by its 1 s limit, not by the command (60 s): the bound is loose on purpose,
+        # since a loaded machine may take seconds to kill and reap the group.
+        self.assertLess(time.monotonic() - started, 30)
         self.assertTrue(result["is_error"])
         self.assertTrue(result["metadata"]["timed_out"])
         self.assertTrue(result["output"].startswith("status: timed_out"), result["output"])
         self.assertIn("timed out after 1 seconds", result["output"])
-        self.assertTrue(wait_until(lambda: not alive(child), 3), "child sleep survived")
+        self.assertTrue(wait_until(lambda: not alive(child), 15), "child sleep survived")
         self.assertFalse(alive(result["metadata"]["pid"]))
         after = self.run_cmd("echo ok")
         self.assertEqual(self.stdout_of(after), "ok")
@@ -450,8 +452,11 @@ class ArgumentTests(TerminalTestCase):
         self.assert_invalid({"command": "true", "max_wait_ms": "soon"})
 
     def test_max_wait_is_clamped_up_to_250(self):
-        result = self.run_cmd("echo quick", max_wait_ms=1)
-        self.assertEqual(self.stdout_of(result), "quick", result["output"])
+        # A lower bound only: a loaded machine can make any call slower, never faster.
+        started = time.monotonic()
+        result = self.run_cmd("sleep 30", max_wait_ms=1)
+        self.assertGreaterEqual(time.monotonic() - started, 0.25)
+        self.assertTrue(result["output"].startswith("status: running"), result["output"])
 
     def test_max_wait_defaults_to_10_s_and_is_clamped_down_to_600_s(self):
         wait_s = lambda args: terminal_module._parse_args(dict(args, command="true"))[2]
