@@ -311,18 +311,17 @@ describe('RunWorkers', () => {
 
   // testConfig has 4 workers: 1 reserved, so a tenant alone runs 3 at once.
   describe('sharing workers between tenants', () => {
-    async function fillShare(fixture: ReturnType<typeof setUp>) {
-      const { store, loop, workers, deliver } = fixture;
-      await workers.onApplicationBootstrap();
-      const running = [1, 2, 3].map(() => deliver(store.addRun().id));
-      await loop.started(3);
-      return running;
+    /** A worker pool whose tenant ten_1 holds its whole share: three runs executing. */
+    async function setUpWithShareFilled() {
+      const fixture = setUp();
+      await fixture.workers.onApplicationBootstrap();
+      const running = [1, 2, 3].map(() => fixture.deliver(fixture.store.addRun().id));
+      await fixture.loop.started(3);
+      return { ...fixture, running };
     }
 
     it("parks a run that would take the reserved worker, and starts it the moment a worker outside the reserve frees up", async () => {
-      const fixture = setUp();
-      const { store, loop, workers, deliver } = fixture;
-      const running = await fillShare(fixture);
+      const { store, loop, workers, deliver, running } = await setUpWithShareFilled();
 
       const fourth = store.addRun();
       const parked = deliver(fourth.id);
@@ -340,9 +339,7 @@ describe('RunWorkers', () => {
     });
 
     it('puts a parked run back on the queue when its wait is over, so any replica may take it', async () => {
-      const fixture = setUp();
-      const { store, loop, workers, deliver } = fixture;
-      await fillShare(fixture);
+      const { store, loop, workers, deliver } = await setUpWithShareFilled();
 
       const parked = deliver(store.addRun().id);
       await jest.advanceTimersByTimeAsync(499);
@@ -358,9 +355,7 @@ describe('RunWorkers', () => {
     });
 
     it('parks no more runs than it reserves workers: the next goes back on the queue with its delay', async () => {
-      const fixture = setUp();
-      const { store, workers, deliver } = fixture;
-      await fillShare(fixture);
+      const { store, workers, deliver } = await setUpWithShareFilled();
 
       const parked = deliver(store.addRun().id);
       const queued = deliver(store.addRun().id);
@@ -373,9 +368,7 @@ describe('RunWorkers', () => {
     });
 
     it("gives the reserved worker to another tenant's run while one of the first tenant's waits parked", async () => {
-      const fixture = setUp();
-      const { store, loop, workers, deliver } = fixture;
-      await fillShare(fixture);
+      const { store, loop, workers, deliver } = await setUpWithShareFilled();
       const parked = deliver(store.addRun().id);
       await jest.advanceTimersByTimeAsync(0);
 
