@@ -6,14 +6,28 @@ import { randomBytes } from 'node:crypto';
 import { RunLeasesRepository } from './run-leases.repository';
 import { RunsRepository } from './runs.repository';
 
+/** A free worker of this replica, offered to a run that is ready to start (RunWorkers). */
+export interface LocalRunStarter {
+  /** Starts the run in a free worker of this replica; false when none is free to take it. */
+  startHere(tenantId: string, runId: string, sessionId?: string): boolean;
+}
+
 /**
  * Puts runs on the JetStream work queue: new runs, runs to resume after an approval, the
  * next queued run of a session whose run ended, and runs the supervisor found stranded.
  * A run may end up on the queue twice; the worker's claim on the run's row makes sure only
  * one worker executes it.
+ *
+ * A new run, and the next run of a session whose run ended, start at once in a free worker
+ * of this replica when it has one outside the reserve (docs/tenancy.md): the queue's
+ * round trip (publish, acknowledgement, delivery) is most of an idle gateway's pickup time.
+ * Such a run has no queue message; if the replica dies, the run's lease lapses and the
+ * supervisor's sweep puts it on the queue, as it does for a lost message.
  */
 @Injectable()
 export class RunEnqueuer implements OnModuleInit {
+  private localStarter?: LocalRunStarter;
+
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
     @Inject(RUNBOX_CONFIG) private readonly config: RunboxConfig,
@@ -25,12 +39,19 @@ export class RunEnqueuer implements OnModuleInit {
     await this.ensureQueue();
   }
 
+  /** RunWorkers offers its free workers here once it consumes the queue. */
+  startLocallyWith(starter: LocalRunStarter | undefined): void {
+    this.localStarter = starter;
+  }
+
   /**
    * Queues the run. The first enqueue of a run uses its id as the JetStream message id, so
    * a repeated publish is dropped; later ones (resumes) get their own ids. `sessionId`, the
-   * run's session when the caller has it at hand, goes with the message.
+   * run's session when the caller has it at hand, goes with the message. A new run and a
+   * session's next run start here instead when this replica has a worker to spare.
    */
   async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover', sessionId?: string): Promise<void> {
+    if ((reason === 'created' || reason === 'session_free') && this.localStarter?.startHere(tenantId, runId, sessionId)) return;
     if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
     await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`, sessionId);
   }

@@ -19,8 +19,20 @@ export class RunLeasesRepository {
   /**
    * Takes the run for this worker. A live claim of another worker is respected (the caller
    * retries after it would lapse); a lapsed one is taken over and counted as a recovery.
+   *
+   * A queued run that nobody holds is only read: its start takes the lease in the start's
+   * own transaction (RunsRepository.start, with `lease`), which checks again under the
+   * run's lock, so picking up a new run costs one read instead of a transaction and its
+   * commit. Two workers that read it at once both try to start it; one does, the other
+   * finds it started and lets it be.
    */
   async claim(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    const [seen] = await this.db.tenantRead<RunSqlRow & { lease_owner: string | null; live_lease: boolean }>(tenantId, Prisma.sql`
+      SELECT ${RUN_COLUMNS}, lease_owner, coalesce(lease_expires_at > now(), false) AS live_lease
+        FROM runs WHERE id = ${runId} AND tenant_id = ${tenantId}`);
+    if (!seen || isTerminal(seen.status as RunStatus)) return { kind: 'finished' };
+    const heldByOther = seen.lease_owner !== null && seen.lease_owner !== owner && seen.live_lease;
+    if (seen.status === 'queued' && !heldByOther) return { kind: 'claimed', run: toRun(seen), recovered: false, recoveries: seen.recoveries };
     return this.db.tenantSql(tenantId, async (sql) => {
       const locked = await lockRunSql(sql, tenantId, runId);
       if (!locked || isTerminal(locked.status)) return { kind: 'finished' as const };
@@ -38,11 +50,16 @@ export class RunLeasesRepository {
     });
   }
 
-  /** Extends this worker's claim; returns the run's status, or null when the claim was lost. */
+  /**
+   * Extends this worker's claim; returns the run's status, or null when the claim was lost.
+   * A queued run that nobody holds (read by `claim`, its start still to come, say while the
+   * tenant's tools are listed) is taken here.
+   */
   async renewLease(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<RunStatus | null> {
     const rows = await this.db.tenantSql(tenantId, (sql) => sql.query<{ status: string }>(Prisma.sql`
-      UPDATE runs SET lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
-       WHERE id = ${runId} AND tenant_id = ${tenantId} AND lease_owner = ${owner}
+      UPDATE runs SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond'
+       WHERE id = ${runId} AND tenant_id = ${tenantId}
+         AND (lease_owner = ${owner} OR (status = 'queued' AND (lease_owner IS NULL OR lease_expires_at < now())))
        RETURNING status`));
     return (rows[0]?.status as RunStatus | undefined) ?? null;
   }

@@ -45,6 +45,8 @@ export interface ExecuteOptions {
   afterOutage?: boolean;
   /** See RunContext.holdClaim. */
   holdClaim?: () => Promise<boolean>;
+  /** The worker's claim: a queued run's start takes the lease with it (RunLeasesRepository.claim only read it). */
+  lease?: { owner: string; ms: number };
   /** The tenant's tools of a session (the run's, if the queue message was right), listed while the run was claimed. */
   tenantTools?: { sessionId: string; listing: Promise<TenantToolSet> };
 }
@@ -100,7 +102,7 @@ export class RunLoop {
       let justStarted = false;
       let firstContext: MessageView[] | undefined;
       if (run.status === 'queued') {
-        const started = await this.runs.start(tenantId, run, runToolsJson(tools), this.config.RUNBOX_CONTEXT_BUDGET_CHARS);
+        const started = await this.runs.start(tenantId, run, runToolsJson(tools), this.config.RUNBOX_CONTEXT_BUDGET_CHARS, options.lease);
         if (started.kind === 'waiting') return 'waiting';
         if (started.kind === 'not_queued') return 'finished';
         this.metrics.runStarted(run.createdAt);

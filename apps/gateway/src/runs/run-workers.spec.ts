@@ -1,14 +1,18 @@
 import type { EventContract } from '@app/contracts';
 import { decodeJson, jsonCodec, NatsClient } from '@app/messaging';
 import type { JsMsg } from 'nats';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
+import type { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import type { RunLeasesRepository } from './run-leases.repository';
 import { RunWorkers } from './run-workers';
 import type { RunToolSelection } from './run-tools';
 import { InMemoryRuns, silentLogger, testConfig } from './testing/in-memory-runs';
 
 const LEASE_MS = 30_000;
+/** Stands for a caller's async context (a request's, a tenant transaction's scope). */
+const callerContext = new AsyncLocalStorage<string>();
 
 /** The run-queue messages one consumer delivers, pushed by the test. */
 class MessageFeed implements AsyncIterable<JsMsg> {
@@ -113,14 +117,26 @@ function setUp() {
       return (...args: unknown[]) => (outage.down ? Promise.reject(databaseDown()) : (member as (...a: unknown[]) => unknown).apply(target, args));
     },
   });
-  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, {} as RunToolSelection, silentLogger);
+  // A session's tenant tools, listed beside the claim (the loop here does not look at them).
+  // Each listing notes the async context the run's work runs in.
+  const listedIn: Array<string | undefined> = [];
+  const tenantTools = { listTenantTools: () => (listedIn.push(callerContext.getStore()), Promise.resolve({})) } as unknown as RunToolSelection;
+  // The enqueuer as far as the workers use it: they offer themselves for local starts, and
+  // hand a run started here back to the queue.
+  const handedBack: Array<{ runId: string; reason: string }> = [];
+  const local: { starter?: LocalRunStarter } = {};
+  const enqueuer = {
+    startLocallyWith: (starter: LocalRunStarter) => (local.starter = starter),
+    enqueue: async (_tenantId: string, runId: string, reason: string) => void handedBack.push({ runId, reason }),
+  } as unknown as RunEnqueuer;
+  const workers = new RunWorkers(nats, testConfig({ RUNBOX_RUN_LEASE_SECONDS: LEASE_MS / 1000 }), loop as unknown as RunLoop, reachable, tenantTools, enqueuer, silentLogger);
   const deliver = (runId: string, tenantId = 'ten_1') => {
     const message = queueMessage({ tenant_id: tenantId, run_id: runId });
     feed.push(message.msg);
     return message;
   };
   const cancel = (runId: string) => onCancel?.({ run_id: runId });
-  return { store, feed, loop, workers, deliver, cancel, outage };
+  return { store, feed, loop, workers, deliver, cancel, outage, handedBack, local, listedIn };
 }
 
 function databaseDown(): Error {
@@ -309,6 +325,78 @@ describe('RunWorkers', () => {
     await workers.beforeApplicationShutdown();
   });
 
+  describe('starting a run on the replica where it became ready', () => {
+    it('offers its workers to the enqueuer once it consumes the queue', async () => {
+      const { workers, local } = setUp();
+      expect(local.starter).toBeUndefined();
+      await workers.onApplicationBootstrap();
+      expect(local.starter).toBe(workers);
+      await workers.beforeApplicationShutdown();
+    });
+
+    it('executes a run handed to it in a free worker, claimed like any other, with no queue message', async () => {
+      const { store, loop, workers, handedBack, listedIn } = setUp();
+      await workers.onApplicationBootstrap();
+      const run = store.addRun();
+
+      expect(callerContext.run('the request that made it', () => workers.startHere(run.tenantId, run.id, run.sessionId))).toBe(true);
+      await loop.started();
+
+      expect(loop.executions[0].runId).toBe(run.id);
+      // Its work does not run in the caller's context (whose transaction scope is not the run's).
+      expect(listedIn).toEqual([undefined]);
+      expect(loop.executions[0].options.lease).toEqual({ owner: expect.stringMatching(new RegExp(`^${workers.workerId}/`)), ms: LEASE_MS });
+      loop.executions[0].finish('finished');
+      await jest.advanceTimersByTimeAsync(0);
+      expect(handedBack).toEqual([]);
+      await workers.beforeApplicationShutdown();
+    });
+
+    it('takes no reserved worker: with only the reserve free, the run goes on the queue', async () => {
+      const { store, loop, workers, deliver } = setUp();
+      await workers.onApplicationBootstrap();
+      [1, 2].map(() => deliver(store.addRun().id));
+      await loop.started(2);
+      const third = store.addRun({ tenantId: 'ten_2' });
+      expect(workers.startHere('ten_2', third.id)).toBe(true);
+      await loop.started(3);
+
+      // 4 workers, 1 reserved: the last free one is the reserve, even for another tenant.
+      expect(workers.startHere('ten_3', store.addRun({ tenantId: 'ten_3' }).id)).toBe(false);
+      expect(loop.executions).toHaveLength(3);
+      await workers.beforeApplicationShutdown();
+    });
+
+    it('hands a run started here back to the queue when it stops, and takes none while stopping', async () => {
+      const { store, loop, workers, handedBack } = setUp();
+      await workers.onApplicationBootstrap();
+      const run = store.addRun();
+      workers.startHere(run.tenantId, run.id, run.sessionId);
+      await loop.started();
+
+      await workers.beforeApplicationShutdown();
+
+      expect(abortKind(loop.executions[0].signal)).toBe('shutdown');
+      expect(handedBack).toEqual([{ runId: run.id, reason: 'handover' }]);
+      expect(store.run(run.id).leaseOwner).toBeNull();
+      expect(workers.startHere(run.tenantId, store.addRun().id)).toBe(false);
+    });
+
+    it('hands a run started here back to the queue when the database is away as it is claimed', async () => {
+      const { store, loop, workers, handedBack, outage } = setUp();
+      await workers.onApplicationBootstrap();
+      const run = store.addRun();
+      outage.down = true;
+
+      workers.startHere(run.tenantId, run.id, run.sessionId);
+      await jest.advanceTimersByTimeAsync(0);
+
+      expect(handedBack).toEqual([{ runId: run.id, reason: 'handover' }]);
+      expect(loop.executions).toEqual([]);
+      await workers.beforeApplicationShutdown();
+    });
+  });
+
   // testConfig has 4 workers: 1 reserved, so a tenant alone runs 3 at once.
   describe('sharing workers between tenants', () => {
     /** A worker pool whose tenant ten_1 holds its whole share: three runs executing. */
@@ -389,7 +477,8 @@ describe('RunWorkers', () => {
 
       const outcome = workers.executeInline('ten_1', sub.id, new AbortController().signal);
       await loop.started();
-      expect(store.run(sub.id).leaseOwner).toMatch(new RegExp(`^${workers.workerId}/`));
+      // A queued run's claim is a read: its start takes the lease, for the claim's owner.
+      expect(loop.executions[0].options.lease).toEqual({ owner: expect.stringMatching(new RegExp(`^${workers.workerId}/`)), ms: LEASE_MS });
       loop.executions[0].finish('finished');
 
       expect(await outcome).toBe('finished');

@@ -1,8 +1,9 @@
 import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
-import { RUN_CONSUMER, RUN_STREAM, runCancelContract, runQueuedContract } from '@app/contracts';
+import { RUN_CONSUMER, RUN_STREAM, runCancelContract, RunQueued, runQueuedContract } from '@app/contracts';
 import { LOGGER } from '@app/logging';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
@@ -10,6 +11,7 @@ import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { abortableDelay, RunAbort } from './run-abort';
 import { isTransientInfrastructureError } from './run-context';
+import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import { RunToolSelection } from './run-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
@@ -41,10 +43,29 @@ interface ClaimedWork {
   tenantTools?: ExecuteOptions['tenantTools'];
 }
 
+/**
+ * How a run reached its worker: a queue message, or handed over by this replica as the run
+ * became ready (`startHere`). The worker acknowledges it when done with the run, or hands
+ * it back to the queue.
+ */
+interface RunDelivery {
+  tenantId: string;
+  runId: string;
+  sessionId?: string;
+  /** 1 the first time: the pause before a retry after a failure grows with it. */
+  deliveryCount: number;
+  /** Done with the run: it ended or waits, or another worker has it. */
+  ack(): void;
+  /** Back to the queue, after `delayMs` when given. */
+  nak(delayMs?: number): void;
+  /** The run goes on (a message's ack wait starts again). */
+  working(): void;
+}
+
 /** A run that yielded a reserved worker and waits here for one outside the reserve. */
 interface ParkedRun {
   msg: JsMsg;
-  tenantId: string;
+  queued: RunQueued;
   /** Puts the message back on the queue when the wait is over. */
   timer: NodeJS.Timeout;
 }
@@ -66,7 +87,7 @@ export type InlineOutcome = RunOutcome | 'held';
  * and another tenant's run behind it gets the worker.
  */
 @Injectable()
-export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShutdown, LocalRunStarter {
   /** This process's name; each claim adds its own suffix. */
   readonly workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private messages?: ConsumerMessages;
@@ -84,6 +105,12 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   private readonly parked: ParkedRun[] = [];
   private offeringParked = false;
   private offerAgain = false;
+  /**
+   * Runs a function in the async context the workers started in. A run started here begins
+   * inside whatever made it ready (a request, another run's completion), whose context is
+   * not the run's: a tenant transaction scope there would take the run's statements in.
+   */
+  private outsideCaller: <R>(fn: () => R) => R = (fn) => fn();
 
   constructor(
     @Inject(NATS_CLIENT) private readonly nats: NatsClient,
@@ -91,6 +118,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     private readonly loop: RunLoop,
     private readonly runs: RunLeasesRepository,
     private readonly toolSelection: RunToolSelection,
+    private readonly enqueuer: RunEnqueuer,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.free = config.RUNBOX_RUN_WORKERS;
@@ -106,6 +134,35 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     // A small prefetch: messages waiting in one replica's buffer are not available to others.
     this.messages = await consumer.consume({ max_messages: 2 });
     void this.pull(this.messages);
+    this.outsideCaller = AsyncLocalStorage.snapshot();
+    this.enqueuer.startLocallyWith(this);
+  }
+
+  /**
+   * Starts a run that has just become ready (made, or next in its session) in a free worker
+   * of this replica, without the queue's round trip. Only a worker outside the reserve is
+   * taken: a reserved one goes by the fairness rule, which reads the deployment's holds, and
+   * a run that would yield it belongs on the queue where every replica can reach it.
+   */
+  startHere(tenantId: string, runId: string, sessionId?: string): boolean {
+    if (this.stopping || this.free === 0 || takesFromReserve(this.free - 1, this.config.RUNBOX_RUN_WORKERS)) return false;
+    this.free--;
+    const delivery: RunDelivery = {
+      tenantId,
+      runId,
+      sessionId,
+      deliveryCount: 1,
+      ack: () => undefined,
+      working: () => undefined,
+      // Handing it back (this replica stops, or the database was away) puts it on the queue;
+      // if that fails too, the supervisor's sweep finds the run without a live claim.
+      nak: () =>
+        void this.enqueuer.enqueue(tenantId, runId, 'handover', sessionId).catch((err: unknown) => {
+          this.logger.warn({ err, tenantId, runId }, 'could not put the run back on the queue; the sweep will');
+        }),
+    };
+    this.outsideCaller(() => this.begin(delivery));
+    return true;
   }
 
   /** Stops this worker's execution of the run, if it has it. */
@@ -139,21 +196,41 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
         this.giveBackSlot();
         continue;
       }
-      const tenantId = this.nats.parseEvent(runQueuedContract, msg.data)?.tenant_id;
-      if (tenantId !== undefined && (await this.yieldsToOtherTenants(tenantId))) {
-        const waitMs = Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount);
+      const parsed = this.nats.parseEvent(runQueuedContract, msg.data);
+      if (!parsed) {
+        this.logger.warn('dropped an invalid run-queue message');
+        msg.term();
         this.giveBackSlot();
-        if (!this.park(msg, tenantId, waitMs)) msg.nak(waitMs);
         continue;
       }
-      this.begin(msg, tenantId);
+      if (await this.yieldsToOtherTenants(parsed.tenant_id)) {
+        const waitMs = Math.min(YIELD_RETRY_MAX_MS, YIELD_RETRY_STEP_MS * msg.info.deliveryCount);
+        this.giveBackSlot();
+        if (!this.park(msg, parsed, waitMs)) msg.nak(waitMs);
+        continue;
+      }
+      this.beginMessage(msg, parsed);
     }
   }
 
-  /** Executes the run of a message in the worker slot already taken for it. */
-  private begin(msg: JsMsg, tenantId: string | undefined): void {
+  /** Executes the run of a queue message in the worker slot already taken for it. */
+  private beginMessage(msg: JsMsg, queued: RunQueued): void {
+    this.begin({
+      tenantId: queued.tenant_id,
+      runId: queued.run_id,
+      sessionId: queued.session_id,
+      deliveryCount: msg.info.deliveryCount,
+      ack: () => msg.ack(),
+      nak: (delayMs) => msg.nak(delayMs),
+      working: () => msg.working(),
+    });
+  }
+
+  /** Executes a delivered run in the worker slot already taken for it. */
+  private begin(delivery: RunDelivery): void {
+    const { tenantId } = delivery;
     this.countHeld(tenantId, +1);
-    const handler = this.handle(msg).finally(() => {
+    const handler = this.handle(delivery).finally(() => {
       this.handlers.delete(handler);
       this.countHeld(tenantId, -1);
       this.releaseSlot();
@@ -171,14 +248,14 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
    * run as soon as it would have; and no more runs are parked than workers are reserved,
    * so a backlog stays on the queue, where every replica can reach it.
    */
-  private park(msg: JsMsg, tenantId: string, waitMs: number): boolean {
+  private park(msg: JsMsg, queued: RunQueued, waitMs: number): boolean {
     if (this.parked.length >= reservedWorkers(this.config.RUNBOX_RUN_WORKERS)) return false;
     // The message is not acknowledged while it waits: its ack wait (the lease) starts again,
     // and the wait stays within it.
     msg.working();
     const parked: ParkedRun = {
       msg,
-      tenantId,
+      queued,
       timer: setTimeout(() => {
         if (this.unpark(parked)) msg.nak();
       }, Math.min(waitMs, this.leaseMs / 2)),
@@ -212,13 +289,13 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
         for (const parked of [...this.parked]) {
           if (this.free === 0 || this.stopping) return;
           this.free--;
-          const yields = await this.yieldsToOtherTenants(parked.tenantId);
+          const yields = await this.yieldsToOtherTenants(parked.queued.tenant_id);
           // Its wait may have ended meanwhile (the message is back on the queue).
           if (yields || !this.unpark(parked)) {
             this.giveBackSlot();
             continue;
           }
-          this.begin(parked.msg, parked.tenantId);
+          this.beginMessage(parked.msg, parked.queued);
         }
       } while (this.offerAgain);
     } finally {
@@ -226,14 +303,8 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     }
   }
 
-  private async handle(msg: JsMsg): Promise<void> {
-    const parsed = this.nats.parseEvent(runQueuedContract, msg.data);
-    if (!parsed) {
-      this.logger.warn('dropped an invalid run-queue message');
-      msg.term();
-      return;
-    }
-    const { tenant_id: tenantId, run_id: runId } = parsed;
+  private async handle(delivery: RunDelivery): Promise<void> {
+    const { tenantId, runId, sessionId } = delivery;
     const log = this.logger.child({ tenantId, runId });
     // One claim per message, not per process: a second message for a run this replica is
     // already executing must find it held, like any other replica would.
@@ -245,15 +316,14 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     let heartbeat: NodeJS.Timeout | undefined;
     // The session's tenant tools are listed while the run is claimed: the listing does not
     // depend on the run's options, and the run's start needs it.
-    const sessionId = parsed.session_id;
     const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal) } : undefined;
     try {
       const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
-      if (claim.kind === 'finished') return msg.ack();
-      if (claim.kind === 'held') return msg.nak(claim.retryInMs);
+      if (claim.kind === 'finished') return delivery.ack();
+      if (claim.kind === 'held') return delivery.nak(claim.retryInMs);
       claimed = true;
       this.active.set(runId, controller);
-      heartbeat = setInterval(() => void this.beat(msg, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
+      heartbeat = setInterval(() => void this.beat(delivery, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
       const outcome = await this.executeThroughOutages(claim, { tenantId, runId, owner, controller, log, tenantTools });
       // Every way a run ends (its completion, failure or cancel) clears the lease in the
       // same statement, so there is nothing left to let go: one transaction less per run.
@@ -261,17 +331,17 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
       if (outcome === 'aborted' && this.stopping) {
         await this.runs.releaseLease(tenantId, runId, owner);
         claimed = false;
-        msg.nak(); // straight back to the queue for another replica
+        delivery.nak(); // straight back to the queue for another replica
       } else {
-        msg.ack();
+        delivery.ack();
       }
     } catch (err) {
       // Only infrastructure trouble gets here (the loop turns a run's own failures into a
       // failed run): try again later, backing off while it lasts.
-      const deliveries = msg.info.deliveryCount;
+      const deliveries = delivery.deliveryCount;
       log.error({ err, deliveries }, 'run worker failed; the run will be retried');
       // Postgres or NATS away: soon again, so the run goes on within seconds of their return.
-      msg.nak(Math.min(isTransientInfrastructureError(err) ? 5_000 : 30_000, 1_000 * deliveries));
+      delivery.nak(Math.min(isTransientInfrastructureError(err) ? 5_000 : 30_000, 1_000 * deliveries));
     } finally {
       clearInterval(heartbeat);
       if (this.active.get(runId) === controller) this.active.delete(runId);
@@ -300,7 +370,14 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
         const listed = tenantTools;
         // After an outage the run is taken up again from the start: its tools are listed anew.
         tenantTools = undefined;
-        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries, afterOutage: outages > 0, holdClaim, tenantTools: listed });
+        return await this.loop.execute(claim.run, controller.signal, {
+          recovered: claim.recovered,
+          recoveries: claim.recoveries,
+          afterOutage: outages > 0,
+          holdClaim,
+          tenantTools: listed,
+          lease: { owner, ms: this.leaseMs },
+        });
       } catch (err) {
         if (controller.signal.aborted) return 'aborted';
         if (!isTransientInfrastructureError(err) || outages >= MAX_OUTAGES_PER_CLAIM) throw err;
@@ -348,7 +425,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     const heartbeat = setInterval(() => void this.beat(undefined, tenantId, runId, owner, controller), Math.max(500, Math.floor(this.leaseMs / 3)));
     const work = (async () => {
       try {
-        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries });
+        return await this.loop.execute(claim.run, controller.signal, { recovered: claim.recovered, recoveries: claim.recoveries, lease: { owner, ms: this.leaseMs } });
       } finally {
         clearInterval(heartbeat);
         parentSignal.removeEventListener('abort', onParentAbort);
@@ -368,8 +445,8 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   /** Keeps the message (if any) and the claim alive; stops the run if the claim was lost or the run cancelled. */
-  private async beat(msg: JsMsg | undefined, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
-    msg?.working();
+  private async beat(delivery: RunDelivery | undefined, tenantId: string, runId: string, owner: string, controller: AbortController): Promise<void> {
+    delivery?.working();
     try {
       const status = await this.runs.renewLease(tenantId, runId, owner, this.leaseMs);
       if (status === null) controller.abort(new RunAbort('lease_lost'));

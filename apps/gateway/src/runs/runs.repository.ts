@@ -170,12 +170,23 @@ export class RunsRepository {
    * After the run's lock, the check for earlier runs, the start, its message and events and
    * the read of where the session's sandbox lives are one statement. With
    * `contextBudgetChars`, the conversation for the first model call (the new message
-   * included) is read in the same transaction rather than in one of its own.
+   * included) is read in the same transaction rather than in one of its own. With `lease`,
+   * the start takes the run's lease for that worker (RunLeasesRepository.claim only read
+   * the queued run); a run another worker holds is left to it (`not_queued`).
    */
-  async start(tenantId: string, run: RunView, started: Record<string, unknown> = {}, contextBudgetChars?: number): Promise<StartOutcome> {
+  async start(
+    tenantId: string,
+    run: RunView,
+    started: Record<string, unknown> = {},
+    contextBudgetChars?: number,
+    lease?: { owner: string; ms: number },
+  ): Promise<StartOutcome> {
     return this.db.tenantSql(tenantId, async (sql): Promise<StartOutcome> => {
       const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
+      const heldByOther = (owner: string) => locked.leaseOwner !== null && locked.leaseOwner !== owner && locked.leaseExpiresAt !== null && locked.leaseExpiresAt > locked.now;
+      if (lease && heldByOther(lease.owner)) return { kind: 'not_queued' };
+      const takeLease = lease ? Prisma.sql`, lease_owner = ${lease.owner}, lease_expires_at = now() + ${lease.ms}::int * interval '1 millisecond'` : Prisma.empty;
       const events: NewEvent[] = [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
         { type: 'message.created', data: { role: 'user', content: run.input } },
@@ -185,7 +196,7 @@ export class RunsRepository {
       const [row] = await sql.query<{ earlier: number; seqs: number[]; executor_id: string | null }>(Prisma.sql`
         WITH earlier AS (${earlier}),
         started AS (
-          UPDATE runs SET status = 'running', started_at = now()
+          UPDATE runs SET status = 'running', started_at = now()${takeLease}
            WHERE id = ${run.id} AND tenant_id = ${tenantId} AND (SELECT n FROM earlier) = 0
           RETURNING id),
         message AS (

@@ -110,15 +110,17 @@ export class InMemoryRuns {
   runsRepository(): RunsRepository {
     const fake: Pick<RunsRepository, 'find' | 'start' | 'completeWithAnswer' | 'resumeAfterApproval' | 'park' | 'finish'> = {
       find: async (_tenantId, id) => (this.runs.has(id) ? this.view(id) : null),
-      start: async (_tenantId, run) => {
+      start: async (_tenantId, run, _started, _budget, lease) => {
         this.repositoryCalls.push('start');
         const stored = this.run(run.id);
         if (stored.status !== 'queued') return { kind: 'not_queued' };
+        const now = Date.now();
+        if (lease && stored.leaseOwner !== null && stored.leaseOwner !== lease.owner && (stored.leaseExpiresAt ?? 0) > now) return { kind: 'not_queued' };
         const earlier = [...this.runs.values()].some(
           (r) => r.sessionId === run.sessionId && !r.parentRunId && r.id !== run.id && !isTerminal(r.status) && (r.status !== 'queued' || r.createdAt < run.createdAt),
         );
         if (!run.parentRunId && earlier) return { kind: 'waiting' };
-        Object.assign(stored, { status: 'running', startedAt: new Date() });
+        Object.assign(stored, { status: 'running', startedAt: new Date() }, lease ? { leaseOwner: lease.owner, leaseExpiresAt: now + lease.ms } : {});
         this.addMessage(run, { role: 'user', content: run.input });
         const seqs = this.append(run.id, [
           { type: 'run.started', data: { session_id: run.sessionId } },
@@ -259,14 +261,17 @@ export class InMemoryRuns {
         const now = Date.now();
         const heldByOther = run.leaseOwner !== null && run.leaseOwner !== owner;
         if (heldByOther && run.leaseExpiresAt !== null && run.leaseExpiresAt > now) return { kind: 'held', retryInMs: run.leaseExpiresAt - now + 500 };
+        // A queued run is only read: its start takes the lease.
+        if (run.status === 'queued') return { kind: 'claimed', run: this.view(runId), recovered: false, recoveries: run.recoveries };
         const recovered = heldByOther && run.status === 'running';
         Object.assign(run, { leaseOwner: owner, leaseExpiresAt: now + leaseMs, recoveries: run.recoveries + (recovered ? 1 : 0) });
         return { kind: 'claimed', run: this.view(runId), recovered, recoveries: run.recoveries };
       },
       renewLease: async (_tenantId, runId, owner, leaseMs) => {
         const run = this.runs.get(runId);
-        if (!run || run.leaseOwner !== owner) return null;
-        run.leaseExpiresAt = Date.now() + leaseMs;
+        const takesQueued = run?.status === 'queued' && (run.leaseOwner === null || (run.leaseExpiresAt ?? 0) < Date.now());
+        if (!run || (run.leaseOwner !== owner && !takesQueued)) return null;
+        Object.assign(run, { leaseOwner: owner, leaseExpiresAt: Date.now() + leaseMs });
         return run.status;
       },
       releaseLease: async (_tenantId, runId, owner) => {

@@ -1,0 +1,67 @@
+import type { NatsClient } from '@app/messaging';
+import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
+import type { RunLeasesRepository } from './run-leases.repository';
+import type { RunsRepository } from './runs.repository';
+import { testConfig } from './testing/in-memory-runs';
+
+/** The enqueuer with the queue and the dispatch marks recorded, and a replica whose free workers the test sets. */
+function setUp() {
+  const published: Array<{ run_id: string; msgID: string }> = [];
+  const dispatched: string[] = [];
+  const nats = {
+    publishToStream: async (_contract: unknown, payload: { run_id: string }, msgID: string) => void published.push({ run_id: payload.run_id, msgID }),
+  } as unknown as NatsClient;
+  const leases = { markDispatched: async (_tenantId: string, runId: string) => (dispatched.push(runId), true) } as unknown as RunLeasesRepository;
+  const enqueuer = new RunEnqueuer(nats, testConfig(), {} as RunsRepository, leases);
+  const startedHere: string[] = [];
+  const replica = { free: 0 };
+  const starter: LocalRunStarter = {
+    startHere: (_tenantId, runId) => {
+      if (replica.free === 0) return false;
+      replica.free--;
+      startedHere.push(runId);
+      return true;
+    },
+  };
+  return { enqueuer, starter, replica, published, dispatched, startedHere };
+}
+
+describe('RunEnqueuer', () => {
+  it('starts a new run and a session\'s next run in a free worker of this replica, without a queue message', async () => {
+    const { enqueuer, starter, replica, published, dispatched, startedHere } = setUp();
+    enqueuer.startLocallyWith(starter);
+    replica.free = 2;
+
+    await enqueuer.enqueue('ten_1', 'run_1', 'created', 'ses_1');
+    await enqueuer.enqueue('ten_1', 'run_2', 'session_free', 'ses_1');
+
+    expect(startedHere).toEqual(['run_1', 'run_2']);
+    expect(published).toEqual([]);
+    expect(dispatched).toEqual([]);
+  });
+
+  it('queues the run when this replica has no worker to spare, or does not consume the queue', async () => {
+    const { enqueuer, starter, published, startedHere } = setUp();
+    await enqueuer.enqueue('ten_1', 'run_1', 'created');
+    enqueuer.startLocallyWith(starter);
+    await enqueuer.enqueue('ten_1', 'run_2', 'created');
+
+    expect(startedHere).toEqual([]);
+    expect(published).toEqual([
+      { run_id: 'run_1', msgID: 'run_1' },
+      { run_id: 'run_2', msgID: 'run_2' },
+    ]);
+  });
+
+  it('always queues resumed, stranded and handed-back runs, so any replica may take them', async () => {
+    const { enqueuer, starter, replica, published, dispatched, startedHere } = setUp();
+    enqueuer.startLocallyWith(starter);
+    replica.free = 10;
+
+    for (const reason of ['approval', 'stranded', 'handover'] as const) await enqueuer.enqueue('ten_1', `run_${reason}`, reason);
+
+    expect(startedHere).toEqual([]);
+    expect(published.map((p) => p.run_id)).toEqual(['run_approval', 'run_stranded', 'run_handover']);
+    expect(dispatched).toEqual(['run_approval', 'run_stranded', 'run_handover']);
+  });
+});
