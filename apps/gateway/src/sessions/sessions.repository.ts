@@ -66,11 +66,14 @@ export class SessionsRepository {
   /**
    * Where a live session's tool calls go: its executor, or null before it has a sandbox.
    * Null when the session is missing, deleted or another tenant's. One joined query instead
-   * of find()'s two, because every direct tool call pays for it (about 1.5 ms less).
+   * of find()'s two, sent as one round trip (`tenantRead`) rather than an interactive
+   * transaction's four, because every direct tool call the route cache has not seen lately
+   * pays for it: most of them once sessions are many (docs/sandbox.md, Density).
    */
   async toolRoute(tenantId: string, id: string): Promise<{ executorId: string | null } | null> {
-    const rows = await this.db.tenant(tenantId, (tx) =>
-      tx.$queryRaw<Array<{ executor_id: string | null }>>`
+    const rows = await this.db.tenantRead<{ executor_id: string | null }>(
+      tenantId,
+      Prisma.sql`
         SELECT CASE WHEN sb.state <> 'removed' THEN sb.executor_id END AS executor_id
         FROM sessions s LEFT JOIN sandboxes sb ON sb.session_id = s.id
         WHERE s.id = ${id} AND s.tenant_id = ${tenantId} AND s.status = 'active'`,
