@@ -1,7 +1,7 @@
 import type { NatsClient } from '@app/messaging';
 import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import type { RunLeasesRepository } from './run-leases.repository';
-import type { RunsRepository } from './runs.repository';
+import type { RunsRepository, RunView } from './runs.repository';
 import { testConfig } from './testing/in-memory-runs';
 
 /** The enqueuer with the queue and the dispatch marks recorded, and a replica whose free workers the test sets. */
@@ -14,37 +14,46 @@ function setUp() {
   const leases = { markDispatched: async (_tenantId: string, runId: string) => (dispatched.push(runId), true) } as unknown as RunLeasesRepository;
   const enqueuer = new RunEnqueuer(nats, testConfig(), {} as RunsRepository, leases);
   const startedHere: string[] = [];
+  const handedRows: Array<RunView | undefined> = [];
   const replica = { free: 0 };
   const starter: LocalRunStarter = {
-    startHere: (_tenantId, runId) => {
+    startHere: (_tenantId, runId, _sessionId, created) => {
       if (replica.free === 0) return false;
       replica.free--;
       startedHere.push(runId);
+      handedRows.push(created);
       return true;
     },
   };
-  return { enqueuer, starter, replica, published, dispatched, startedHere };
+  return { enqueuer, starter, replica, published, dispatched, startedHere, handedRows };
+}
+
+function newRun(id: string): RunView {
+  return { id, tenantId: 'ten_1', sessionId: 'ses_1', status: 'queued' } as RunView;
 }
 
 describe('RunEnqueuer', () => {
   it('starts a new run and a session\'s next run in a free worker of this replica, without a queue message', async () => {
-    const { enqueuer, starter, replica, published, dispatched, startedHere } = setUp();
+    const { enqueuer, starter, replica, published, dispatched, startedHere, handedRows } = setUp();
     enqueuer.startLocallyWith(starter);
     replica.free = 2;
+    const created = newRun('run_1');
 
-    await enqueuer.enqueue('ten_1', 'run_1', 'created', 'ses_1');
+    await enqueuer.enqueueCreated(created);
     await enqueuer.enqueue('ten_1', 'run_2', 'session_free', 'ses_1');
 
     expect(startedHere).toEqual(['run_1', 'run_2']);
+    // The new run's row goes along, so the worker does not read it again.
+    expect(handedRows).toEqual([created, undefined]);
     expect(published).toEqual([]);
     expect(dispatched).toEqual([]);
   });
 
   it('queues the run when this replica has no worker to spare, or does not consume the queue', async () => {
     const { enqueuer, starter, published, startedHere } = setUp();
-    await enqueuer.enqueue('ten_1', 'run_1', 'created');
+    await enqueuer.enqueueCreated(newRun('run_1'));
     enqueuer.startLocallyWith(starter);
-    await enqueuer.enqueue('ten_1', 'run_2', 'created');
+    await enqueuer.enqueueCreated(newRun('run_2'));
 
     expect(startedHere).toEqual([]);
     expect(published).toEqual([

@@ -4,12 +4,15 @@ import { RUN_CONSUMER, RUN_STREAM, runQueuedContract } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
 import { RunLeasesRepository } from './run-leases.repository';
-import { RunsRepository } from './runs.repository';
+import { RunsRepository, RunView } from './runs.repository';
 
 /** A free worker of this replica, offered to a run that is ready to start (RunWorkers). */
 export interface LocalRunStarter {
-  /** Starts the run in a free worker of this replica; false when none is free to take it. */
-  startHere(tenantId: string, runId: string, sessionId?: string): boolean;
+  /**
+   * Starts the run in a free worker of this replica; false when none is free to take it.
+   * `created`: the queued run as its creation returned it, which the worker need not read.
+   */
+  startHere(tenantId: string, runId: string, sessionId?: string, created?: RunView): boolean;
 }
 
 /**
@@ -45,15 +48,24 @@ export class RunEnqueuer implements OnModuleInit {
   }
 
   /**
-   * Queues the run. The first enqueue of a run uses its id as the JetStream message id, so
-   * a repeated publish is dropped; later ones (resumes) get their own ids. `sessionId`, the
-   * run's session when the caller has it at hand, goes with the message. A new run and a
-   * session's next run start here instead when this replica has a worker to spare.
+   * A run just created: started here when this replica has a worker to spare (from the row
+   * its creation returned), else queued. Its queue message has the run's id as its
+   * JetStream message id, so a repeated publish is dropped.
    */
-  async enqueue(tenantId: string, runId: string, reason: 'created' | 'approval' | 'session_free' | 'stranded' | 'handover', sessionId?: string): Promise<void> {
-    if ((reason === 'created' || reason === 'session_free') && this.localStarter?.startHere(tenantId, runId, sessionId)) return;
-    if (reason !== 'created') await this.leases.markDispatched(tenantId, runId);
-    await this.publish(tenantId, runId, reason === 'created' ? runId : `${runId}.${reason}.${randomBytes(6).toString('hex')}`, sessionId);
+  async enqueueCreated(run: RunView): Promise<void> {
+    if (this.localStarter?.startHere(run.tenantId, run.id, run.sessionId, run)) return;
+    await this.publish(run.tenantId, run.id, run.id, run.sessionId);
+  }
+
+  /**
+   * Queues the run again (each message with an id of its own). `sessionId`, the run's
+   * session when the caller has it at hand, goes with the message. A session's next run
+   * starts here instead when this replica has a worker to spare.
+   */
+  async enqueue(tenantId: string, runId: string, reason: 'approval' | 'session_free' | 'stranded' | 'handover', sessionId?: string): Promise<void> {
+    if (reason === 'session_free' && this.localStarter?.startHere(tenantId, runId, sessionId)) return;
+    await this.leases.markDispatched(tenantId, runId);
+    await this.publish(tenantId, runId, `${runId}.${reason}.${randomBytes(6).toString('hex')}`, sessionId);
   }
 
   /** Re-queues a stranded run unless another replica's sweep did so since `seenDispatchedAt`. */

@@ -352,6 +352,19 @@ describe('RunWorkers', () => {
       await workers.beforeApplicationShutdown();
     });
 
+    it('does not read a new run again: it goes to the loop as its creation returned it', async () => {
+      const { store, loop, workers } = setUp();
+      await workers.onApplicationBootstrap();
+      const run = store.addRun();
+
+      workers.startHere(run.tenantId, run.id, run.sessionId, store.view(run.id));
+      await loop.started();
+
+      expect(loop.executions[0].runId).toBe(run.id);
+      expect(store.repositoryCalls).not.toContain('claim');
+      await workers.beforeApplicationShutdown();
+    });
+
     it('takes no reserved worker: with only the reserve free, the run goes on the queue', async () => {
       const { store, loop, workers, deliver } = setUp();
       await workers.onApplicationBootstrap();

@@ -15,6 +15,7 @@ import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import { RunToolSelection } from './run-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
+import { RunView } from './runs.repository';
 import { belowFairShare, reservedWorkers, takesFromReserve, WorkerHolds } from './worker-share';
 
 /** How long one read of the deployment's worker holds serves the fairness decisions. */
@@ -60,6 +61,8 @@ interface RunDelivery {
   nak(delayMs?: number): void;
   /** The run goes on (a message's ack wait starts again). */
   working(): void;
+  /** The queued run as its creation returned it: claiming a queued run only reads it, so it is not read again. */
+  created?: RunView;
 }
 
 /** A run that yielded a reserved worker and waits here for one outside the reserve. */
@@ -144,13 +147,14 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
    * taken: a reserved one goes by the fairness rule, which reads the deployment's holds, and
    * a run that would yield it belongs on the queue where every replica can reach it.
    */
-  startHere(tenantId: string, runId: string, sessionId?: string): boolean {
+  startHere(tenantId: string, runId: string, sessionId?: string, created?: RunView): boolean {
     if (this.stopping || this.free === 0 || takesFromReserve(this.free - 1, this.config.RUNBOX_RUN_WORKERS)) return false;
     this.free--;
     const delivery: RunDelivery = {
       tenantId,
       runId,
       sessionId,
+      created,
       deliveryCount: 1,
       ack: () => undefined,
       working: () => undefined,
@@ -318,7 +322,9 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     // depend on the run's options, and the run's start needs it.
     const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal) } : undefined;
     try {
-      const claim = await this.runs.claim(tenantId, runId, owner, this.leaseMs);
+      const claim: ClaimOutcome = delivery.created
+        ? { kind: 'claimed', run: delivery.created, recovered: false, recoveries: 0 }
+        : await this.runs.claim(tenantId, runId, owner, this.leaseMs);
       if (claim.kind === 'finished') return delivery.ack();
       if (claim.kind === 'held') return delivery.nak(claim.retryInMs);
       claimed = true;

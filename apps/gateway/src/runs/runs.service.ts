@@ -59,7 +59,7 @@ export class RunsService {
       case 'created':
         this.metrics.runCreated(tenantId);
         this.events.announce(outcome.run.id, [1]);
-        await this.enqueuer.enqueue(tenantId, outcome.run.id, 'created', outcome.run.sessionId);
+        await this.enqueuer.enqueueCreated(outcome.run);
         return { run: outcome.run, created: true };
     }
   }

@@ -256,6 +256,7 @@ export class InMemoryRuns {
   leasesRepository(): RunLeasesRepository {
     const fake: Pick<RunLeasesRepository, 'claim' | 'renewLease' | 'releaseLease' | 'workerHoldsElsewhere'> = {
       claim: async (_tenantId, runId, owner, leaseMs): Promise<ClaimOutcome> => {
+        this.repositoryCalls.push('claim');
         const run = this.runs.get(runId);
         if (!run || isTerminal(run.status)) return { kind: 'finished' };
         const now = Date.now();
