@@ -14,15 +14,31 @@ const DISKS_VOLUME = 'runbox-disks';
 export async function removeExecutorResources(executorId: string): Promise<void> {
   const docker = new Docker();
   const filters = { label: [`runbox.executor=${executorId}`] };
-  const containers = await docker.listContainers({ all: true, filters });
-  await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-  const { Volumes } = await docker.listVolumes({ filters });
-  await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => undefined)));
+  // In passes, a few at a time: with hundreds of sandboxes (the load bench) a busy engine
+  // refused some of several hundred removals asked for at once (and the executor's own
+  // drain may be removing the same ones), so what is still there is listed and removed again.
+  for (let pass = 0; pass < REMOVAL_PASSES; pass++) {
+    const containers = await docker.listContainers({ all: true, filters });
+    if (containers.length === 0) break;
+    await inBatches(containers, (c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined));
+  }
+  for (let pass = 0; pass < REMOVAL_PASSES; pass++) {
+    const { Volumes } = await docker.listVolumes({ filters });
+    if (!Volumes?.length) break;
+    await inBatches(Volumes, (v) => docker.getVolume(v.Name).remove({ force: true }).catch(() => undefined));
+  }
   // Tests run as root on the engine's host, so the images and loop devices can be reached directly.
   const { loopDevices } = await executorDisks(executorId);
   for (const device of loopDevices) await promisify(execFile)('losetup', ['-d', device]).catch(() => undefined);
   const folder = await executorDiskFolder(executorId);
   if (folder) rmSync(folder, { recursive: true, force: true });
+}
+
+const REMOVAL_PASSES = 5;
+const REMOVALS_AT_ONCE = 16;
+
+async function inBatches<T>(items: T[], work: (item: T) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < items.length; i += REMOVALS_AT_ONCE) await Promise.all(items.slice(i, i + REMOVALS_AT_ONCE).map(work));
 }
 
 /** Where the engine keeps the executor's workspace disk images, seen from this host. */
