@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
 import { Prisma } from '@prisma/client';
-import { lockRunSql } from './run-tx';
+import { heldByAnother, lockRunSql } from './run-tx';
 import { isTerminal, RunStatus } from './run-status';
 import { RUN_COLUMNS, RunSqlRow, RunView, toRun } from './runs.repository';
 import { WorkerHolds } from './worker-share';
@@ -27,20 +27,19 @@ export class RunLeasesRepository {
    * finds it started and lets it be.
    */
   async claim(tenantId: string, runId: string, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    const [seen] = await this.db.tenantRead<RunSqlRow & { lease_owner: string | null; live_lease: boolean }>(tenantId, Prisma.sql`
-      SELECT ${RUN_COLUMNS}, lease_owner, coalesce(lease_expires_at > now(), false) AS live_lease
+    const [seen] = await this.db.tenantRead<RunSqlRow & { leaseOwner: string | null; leaseExpiresAt: Date | null; now: Date }>(tenantId, Prisma.sql`
+      SELECT ${RUN_COLUMNS}, lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt", now() AS now
         FROM runs WHERE id = ${runId} AND tenant_id = ${tenantId}`);
     if (!seen || isTerminal(seen.status as RunStatus)) return { kind: 'finished' };
-    const heldByOther = seen.lease_owner !== null && seen.lease_owner !== owner && seen.live_lease;
-    if (seen.status === 'queued' && !heldByOther) return { kind: 'claimed', run: toRun(seen), recovered: false, recoveries: seen.recoveries };
+    if (seen.status === 'queued' && !heldByAnother(seen, owner)) return { kind: 'claimed', run: toRun(seen), recovered: false, recoveries: seen.recoveries };
     return this.db.tenantSql(tenantId, async (sql) => {
       const locked = await lockRunSql(sql, tenantId, runId);
       if (!locked || isTerminal(locked.status)) return { kind: 'finished' as const };
-      const heldByOther = locked.leaseOwner !== null && locked.leaseOwner !== owner;
-      if (heldByOther && locked.leaseExpiresAt && locked.leaseExpiresAt > locked.now) {
+      if (heldByAnother(locked, owner) && locked.leaseExpiresAt) {
         return { kind: 'held' as const, retryInMs: locked.leaseExpiresAt.getTime() - locked.now.getTime() + 500 };
       }
-      const recovered = heldByOther && locked.status === 'running';
+      // A lapsed claim of another worker on a running run: that worker stopped.
+      const recovered = locked.leaseOwner !== null && locked.leaseOwner !== owner && locked.status === 'running';
       const [row] = await sql.query<RunSqlRow>(Prisma.sql`
         UPDATE runs SET lease_owner = ${owner}, lease_expires_at = now() + ${leaseMs}::int * interval '1 millisecond',
                recoveries = recoveries + ${recovered ? 1 : 0}::int

@@ -19,6 +19,11 @@ export interface LockedRun {
   now: Date;
 }
 
+/** Whether another worker than `owner` holds a claim on the run that has not lapsed (as of the row's read). */
+export function heldByAnother(lease: Pick<LockedRun, 'leaseOwner' | 'leaseExpiresAt' | 'now'>, owner: string): boolean {
+  return lease.leaseOwner !== null && lease.leaseOwner !== owner && lease.leaseExpiresAt !== null && lease.leaseExpiresAt > lease.now;
+}
+
 /**
  * Locks the run's row for the rest of the transaction. Every change to a run's state, its
  * tool calls, its messages and its events takes this lock first, so writers on different

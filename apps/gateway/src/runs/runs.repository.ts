@@ -5,7 +5,7 @@ import { OptionSources } from './run-defaults';
 import { MessageView } from '../sessions/sessions.repository';
 import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
-import { appendEventsTx, insertEventsSql, lockRun, lockRunSql, NewEvent } from './run-tx';
+import { appendEventsTx, heldByAnother, insertEventsSql, lockRun, lockRunSql, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
@@ -184,8 +184,7 @@ export class RunsRepository {
     return this.db.tenantSql(tenantId, async (sql): Promise<StartOutcome> => {
       const locked = await lockRunSql(sql, tenantId, run.id);
       if (!locked || locked.status !== 'queued') return { kind: 'not_queued' };
-      const heldByOther = (owner: string) => locked.leaseOwner !== null && locked.leaseOwner !== owner && locked.leaseExpiresAt !== null && locked.leaseExpiresAt > locked.now;
-      if (lease && heldByOther(lease.owner)) return { kind: 'not_queued' };
+      if (lease && heldByAnother(locked, lease.owner)) return { kind: 'not_queued' };
       const takeLease = lease ? Prisma.sql`, lease_owner = ${lease.owner}, lease_expires_at = now() + ${lease.ms}::int * interval '1 millisecond'` : Prisma.empty;
       const events: NewEvent[] = [
         { type: 'run.started', data: { session_id: run.sessionId, ...started } },
