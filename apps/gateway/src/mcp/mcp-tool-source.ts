@@ -23,7 +23,7 @@ const SUCCESS_WRITE_INTERVAL_MS = 60_000;
  * failing server never fails the listing; the run goes on with the other tools.
  */
 @Injectable()
-export class McpToolSource implements TenantToolSource, OnModuleDestroy {
+export class McpToolSource implements TenantToolSource<McpServerRow[]>, OnModuleDestroy {
   private readonly connections = new McpConnections();
   private readonly connector: McpConnector;
   private readonly cipher: CredentialCipher | undefined;
@@ -44,8 +44,11 @@ export class McpToolSource implements TenantToolSource, OnModuleDestroy {
     this.connector = new McpConnector(guard, (tenantId) => readTenantEgressRules(db, tenantId), stdio);
   }
 
-  async list(tenantId: string, scope: TenantToolScope): Promise<TenantToolListing> {
-    const rows = await this.servers.list(tenantId);
+  read(tenantId: string): Promise<McpServerRow[]> {
+    return this.servers.list(tenantId);
+  }
+
+  async list(_tenantId: string, rows: McpServerRow[], scope: TenantToolScope): Promise<TenantToolListing> {
     const listings = await Promise.all(rows.map((row) => this.listServer(row, scope)));
     return { tools: listings.flatMap((l) => l.tools), problems: listings.flatMap((l) => l.problems) };
   }

@@ -13,16 +13,19 @@ import { OperationCaller } from './operation-caller';
  * fails to list; a call that cannot reach its server fails as a call.
  */
 @Injectable()
-export class OpenApiToolSource implements TenantToolSource {
+export class OpenApiToolSource implements TenantToolSource<OpenApiServiceRow[]> {
   constructor(
     private readonly services: OpenApiServicesRepository,
     private readonly service: OpenApiServicesService,
     private readonly caller: OperationCaller,
   ) {}
 
-  async list(tenantId: string): Promise<TenantToolListing> {
-    const rows = await this.services.list(tenantId);
-    return { tools: rows.flatMap((row) => row.document.operations.map((op) => this.tool(tenantId, row, op))), problems: [] };
+  read(tenantId: string): Promise<OpenApiServiceRow[]> {
+    return this.services.list(tenantId);
+  }
+
+  list(tenantId: string, rows: OpenApiServiceRow[]): Promise<TenantToolListing> {
+    return Promise.resolve({ tools: rows.flatMap((row) => row.document.operations.map((op) => this.tool(tenantId, row, op))), problems: [] });
   }
 
   private tool(tenantId: string, row: OpenApiServiceRow, op: OpenApiOperation): TenantTool {

@@ -1,5 +1,6 @@
 import type { NatsClient } from '@app/messaging';
-import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
+import type { StoredTenantTools } from '../tools/tenant-tools';
+import { CreatedRun, LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import type { RunLeasesRepository } from './run-leases.repository';
 import type { RunsRepository, RunView } from './runs.repository';
 import { testConfig } from './testing/in-memory-runs';
@@ -14,9 +15,10 @@ function setUp() {
   const leases = { markDispatched: async (_tenantId: string, runId: string) => (dispatched.push(runId), true) } as unknown as RunLeasesRepository;
   const enqueuer = new RunEnqueuer(nats, testConfig(), {} as RunsRepository, leases);
   const startedHere: string[] = [];
-  const handedRows: Array<RunView | undefined> = [];
+  const handedRows: Array<CreatedRun | undefined> = [];
   const replica = { free: 0 };
   const starter: LocalRunStarter = {
+    canStartHere: () => replica.free > 0,
     startHere: (_tenantId, runId, _sessionId, created) => {
       if (replica.free === 0) return false;
       replica.free--;
@@ -38,21 +40,26 @@ describe('RunEnqueuer', () => {
     enqueuer.startLocallyWith(starter);
     replica.free = 2;
     const created = newRun('run_1');
+    const storedTools: StoredTenantTools = { tenantId: 'ten_1', reads: [] };
 
-    await enqueuer.enqueueCreated(created);
+    expect(enqueuer.startsHere()).toBe(true);
+    await enqueuer.enqueueCreated(created, storedTools);
     await enqueuer.enqueue('ten_1', 'run_2', 'session_free', 'ses_1');
 
     expect(startedHere).toEqual(['run_1', 'run_2']);
-    // The new run's row goes along, so the worker does not read it again.
-    expect(handedRows).toEqual([created, undefined]);
+    // The new run's row and the tool configuration read beside its creation go along, so
+    // the worker reads neither again.
+    expect(handedRows).toEqual([{ run: created, storedTools }, undefined]);
     expect(published).toEqual([]);
     expect(dispatched).toEqual([]);
   });
 
   it('queues the run when this replica has no worker to spare, or does not consume the queue', async () => {
     const { enqueuer, starter, published, startedHere } = setUp();
+    expect(enqueuer.startsHere()).toBe(false);
     await enqueuer.enqueueCreated(newRun('run_1'));
     enqueuer.startLocallyWith(starter);
+    expect(enqueuer.startsHere()).toBe(false);
     await enqueuer.enqueueCreated(newRun('run_2'));
 
     expect(startedHere).toEqual([]);

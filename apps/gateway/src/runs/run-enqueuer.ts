@@ -3,16 +3,24 @@ import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { RUN_CONSUMER, RUN_STREAM, runQueuedContract } from '@app/contracts';
 import { NATS_CLIENT, NatsClient } from '@app/messaging';
 import { randomBytes } from 'node:crypto';
+import { StoredTenantTools } from '../tools/tenant-tools';
 import { RunLeasesRepository } from './run-leases.repository';
 import { RunsRepository, RunView } from './runs.repository';
 
+/** A run handed to its worker as its creation made it. */
+export interface CreatedRun {
+  /** The queued run as its creation returned it, which the worker need not read. */
+  run: RunView;
+  /** The tenant's tool configuration, read beside the creation (RunToolSelection.readTenantTools). */
+  storedTools?: StoredTenantTools;
+}
+
 /** A free worker of this replica, offered to a run that is ready to start (RunWorkers). */
 export interface LocalRunStarter {
-  /**
-   * Starts the run in a free worker of this replica; false when none is free to take it.
-   * `created`: the queued run as its creation returned it, which the worker need not read.
-   */
-  startHere(tenantId: string, runId: string, sessionId?: string, created?: RunView): boolean;
+  /** Whether a worker of this replica is free to take a run now (startHere would take it). */
+  canStartHere(): boolean;
+  /** Starts the run in a free worker of this replica; false when none is free to take it. */
+  startHere(tenantId: string, runId: string, sessionId?: string, created?: CreatedRun): boolean;
 }
 
 /**
@@ -48,12 +56,22 @@ export class RunEnqueuer implements OnModuleInit {
   }
 
   /**
-   * A run just created: started here when this replica has a worker to spare (from the row
-   * its creation returned), else queued. Its queue message has the run's id as its
-   * JetStream message id, so a repeated publish is dropped.
+   * Whether a run created now would start in this replica (it has a worker to spare): only
+   * then is its tenant's tool configuration worth reading beside its creation, since a run
+   * that goes on the queue is listed by whichever worker takes it.
    */
-  async enqueueCreated(run: RunView): Promise<void> {
-    if (this.localStarter?.startHere(run.tenantId, run.id, run.sessionId, run)) return;
+  startsHere(): boolean {
+    return this.localStarter?.canStartHere() ?? false;
+  }
+
+  /**
+   * A run just created: started here when this replica has a worker to spare (from the row
+   * its creation returned, and the tool configuration read beside it), else queued. Its
+   * queue message has the run's id as its JetStream message id, so a repeated publish is
+   * dropped.
+   */
+  async enqueueCreated(run: RunView, storedTools?: StoredTenantTools): Promise<void> {
+    if (this.localStarter?.startHere(run.tenantId, run.id, run.sessionId, { run, storedTools })) return;
     await this.publish(run.tenantId, run.id, run.id, run.sessionId);
   }
 

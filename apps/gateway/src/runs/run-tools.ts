@@ -1,7 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { RUNBOX_CONFIG, RunboxConfig } from '@app/config';
 import { TenantTool } from '../tools/tenant-tool';
-import { NO_TENANT_TOOLS, TenantTools, TenantToolSet } from '../tools/tenant-tools';
+import { NO_TENANT_TOOLS, StoredTenantTools, TenantTools, TenantToolSet } from '../tools/tenant-tools';
 import { ToolRegistry } from '../tools/tool-registry';
 import { DroppedTool, selectTenantTools, selectTools, SelectedTool } from '../tools/tool-selection';
 import { RunOptions } from './run-options';
@@ -71,10 +71,18 @@ export class RunToolSelection {
     return { offered: new Set(tools.map((t) => t.name)), withheld: base.withheld, tools, dropped, tenantTools, problems: listed.problems };
   }
 
-  /** The tools the tenant added, as the session sees them; a listing that fails gives none. */
-  listTenantTools(tenantId: string, sessionId: string, signal?: AbortSignal): Promise<TenantToolSet> {
+  /**
+   * The tools the tenant added, as the session sees them, made from `stored` when the
+   * tenant's configuration was read ahead (readTenantTools); a listing that fails gives none.
+   */
+  listTenantTools(tenantId: string, sessionId: string, signal?: AbortSignal, stored?: StoredTenantTools): Promise<TenantToolSet> {
     if (!this.tenantTools) return Promise.resolve(NO_TENANT_TOOLS);
-    return this.tenantTools.list(tenantId, { sessionId, signal }).catch(() => NO_TENANT_TOOLS);
+    return this.tenantTools.list(tenantId, { sessionId, signal }, stored).catch(() => NO_TENANT_TOOLS);
+  }
+
+  /** Starts reading the tenant's stored tool configuration for a listing to come (TenantTools.read). */
+  readTenantTools(tenantId: string): StoredTenantTools | undefined {
+    return this.tenantTools?.read(tenantId);
   }
 
   forRun(run: { options: RunOptions; depth: number }): RunTools {

@@ -2,6 +2,7 @@ import type { EventContract } from '@app/contracts';
 import { decodeJson, jsonCodec, NatsClient } from '@app/messaging';
 import type { JsMsg } from 'nats';
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { StoredTenantTools } from '../tools/tenant-tools';
 import { abortKind, RunAbort } from './run-abort';
 import type { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import type { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
@@ -118,9 +119,16 @@ function setUp() {
     },
   });
   // A session's tenant tools, listed beside the claim (the loop here does not look at them).
-  // Each listing notes the async context the run's work runs in.
+  // Each listing notes the async context the run's work runs in, and what it was read from.
   const listedIn: Array<string | undefined> = [];
-  const tenantTools = { listTenantTools: () => (listedIn.push(callerContext.getStore()), Promise.resolve({})) } as unknown as RunToolSelection;
+  const listedFrom: Array<StoredTenantTools | undefined> = [];
+  const tenantTools = {
+    listTenantTools: (_tenantId: string, _sessionId: string, _signal: AbortSignal, stored?: StoredTenantTools) => {
+      listedIn.push(callerContext.getStore());
+      listedFrom.push(stored);
+      return Promise.resolve({});
+    },
+  } as unknown as RunToolSelection;
   // The enqueuer as far as the workers use it: they offer themselves for local starts, and
   // hand a run started here back to the queue.
   const handedBack: Array<{ runId: string; reason: string }> = [];
@@ -136,7 +144,7 @@ function setUp() {
     return message;
   };
   const cancel = (runId: string) => onCancel?.({ run_id: runId });
-  return { store, feed, loop, workers, deliver, cancel, outage, handedBack, local, listedIn };
+  return { store, feed, loop, workers, deliver, cancel, outage, handedBack, local, listedIn, listedFrom };
 }
 
 function databaseDown(): Error {
@@ -352,16 +360,18 @@ describe('RunWorkers', () => {
       await workers.beforeApplicationShutdown();
     });
 
-    it('does not read a new run again: it goes to the loop as its creation returned it', async () => {
-      const { store, loop, workers } = setUp();
+    it('does not read a new run again: it goes to the loop as its creation returned it, listed from the tools read beside it', async () => {
+      const { store, loop, workers, listedFrom } = setUp();
       await workers.onApplicationBootstrap();
       const run = store.addRun();
+      const storedTools: StoredTenantTools = { tenantId: run.tenantId, reads: [] };
 
-      workers.startHere(run.tenantId, run.id, run.sessionId, store.view(run.id));
+      workers.startHere(run.tenantId, run.id, run.sessionId, { run: store.view(run.id), storedTools });
       await loop.started();
 
       expect(loop.executions[0].runId).toBe(run.id);
       expect(store.repositoryCalls).not.toContain('claim');
+      expect(listedFrom).toEqual([storedTools]);
       await workers.beforeApplicationShutdown();
     });
 
@@ -375,6 +385,7 @@ describe('RunWorkers', () => {
       await loop.started(3);
 
       // 4 workers, 1 reserved: the last free one is the reserve, even for another tenant.
+      expect(workers.canStartHere()).toBe(false);
       expect(workers.startHere('ten_3', store.addRun({ tenantId: 'ten_3' }).id)).toBe(false);
       expect(loop.executions).toHaveLength(3);
       await workers.beforeApplicationShutdown();

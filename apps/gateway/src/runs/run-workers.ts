@@ -11,7 +11,8 @@ import { ConsumerMessages, JsMsg } from 'nats';
 import type { Logger } from 'pino';
 import { abortableDelay, RunAbort } from './run-abort';
 import { isTransientInfrastructureError } from './run-context';
-import { LocalRunStarter, RunEnqueuer } from './run-enqueuer';
+import { StoredTenantTools } from '../tools/tenant-tools';
+import { CreatedRun, LocalRunStarter, RunEnqueuer } from './run-enqueuer';
 import { ExecuteOptions, RunLoop, RunOutcome } from './run-loop';
 import { RunToolSelection } from './run-tools';
 import { ClaimOutcome, RunLeasesRepository } from './run-leases.repository';
@@ -63,6 +64,8 @@ interface RunDelivery {
   working(): void;
   /** The queued run as its creation returned it: claiming a queued run only reads it, so it is not read again. */
   created?: RunView;
+  /** The tenant's tool configuration, read beside the run's creation. */
+  storedTools?: StoredTenantTools;
 }
 
 /** A run that yielded a reserved worker and waits here for one outside the reserve. */
@@ -141,20 +144,26 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     this.enqueuer.startLocallyWith(this);
   }
 
+  /** A worker outside the reserve is free (startHere takes only such a worker). */
+  canStartHere(): boolean {
+    return !this.stopping && this.free > 0 && !takesFromReserve(this.free - 1, this.config.RUNBOX_RUN_WORKERS);
+  }
+
   /**
    * Starts a run that has just become ready (made, or next in its session) in a free worker
    * of this replica, without the queue's round trip. Only a worker outside the reserve is
    * taken: a reserved one goes by the fairness rule, which reads the deployment's holds, and
    * a run that would yield it belongs on the queue where every replica can reach it.
    */
-  startHere(tenantId: string, runId: string, sessionId?: string, created?: RunView): boolean {
-    if (this.stopping || this.free === 0 || takesFromReserve(this.free - 1, this.config.RUNBOX_RUN_WORKERS)) return false;
+  startHere(tenantId: string, runId: string, sessionId?: string, created?: CreatedRun): boolean {
+    if (!this.canStartHere()) return false;
     this.free--;
     const delivery: RunDelivery = {
       tenantId,
       runId,
       sessionId,
-      created,
+      created: created?.run,
+      storedTools: created?.storedTools,
       deliveryCount: 1,
       ack: () => undefined,
       working: () => undefined,
@@ -320,7 +329,7 @@ export class RunWorkers implements OnApplicationBootstrap, BeforeApplicationShut
     let heartbeat: NodeJS.Timeout | undefined;
     // The session's tenant tools are listed while the run is claimed: the listing does not
     // depend on the run's options, and the run's start needs it.
-    const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal) } : undefined;
+    const tenantTools = sessionId ? { sessionId, listing: this.toolSelection.listTenantTools(tenantId, sessionId, controller.signal, delivery.storedTools) } : undefined;
     try {
       const claim: ClaimOutcome = delivery.created
         ? { kind: 'claimed', run: delivery.created, recovered: false, recoveries: 0 }

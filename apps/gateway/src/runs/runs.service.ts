@@ -7,6 +7,7 @@ import { QuotasService } from '../quotas/quotas.service';
 import { applyRunDefaults } from './run-defaults';
 import { RunDefaultsRepository } from './run-defaults.repository';
 import { CreateRunInput } from './run-options';
+import { RunToolSelection } from './run-tools';
 import { RunsRepository, RunView } from './runs.repository';
 import { ToolCallsRepository, ToolCallView } from './tool-calls.repository';
 
@@ -28,6 +29,7 @@ export class RunsService {
     private readonly quotas: QuotasService,
     private readonly defaults: RunDefaultsRepository,
     private readonly metrics: MetricsService,
+    private readonly toolSelection: RunToolSelection,
   ) {}
 
   /**
@@ -37,6 +39,9 @@ export class RunsService {
   async create(tenantId: string, input: CreateRunInput, from: RunRequest = {}): Promise<{ run: RunView; created: boolean }> {
     const { idempotencyKey, apiKeyId, requestId } = from;
     const { session_id: sessionId, input: text, metadata, on_busy: onBusy, ...requested } = input;
+    // A run that starts in this replica lists its tenant's tools before it starts: their
+    // stored configuration is read now, beside the creation, rather than after its commit.
+    const storedTools = this.enqueuer.startsHere() ? this.toolSelection.readTenantTools(tenantId) : undefined;
     const defaults = await this.defaults.forRun(tenantId, apiKeyId);
     const { options, sources } = applyRunDefaults(requested, defaults.apiKey, defaults.tenant);
     // The quota check and the creation commit together, or neither does.
@@ -59,7 +64,7 @@ export class RunsService {
       case 'created':
         this.metrics.runCreated(tenantId);
         this.events.announce(outcome.run.id, [1]);
-        await this.enqueuer.enqueueCreated(outcome.run);
+        await this.enqueuer.enqueueCreated(outcome.run, storedTools);
         return { run: outcome.run, created: true };
     }
   }

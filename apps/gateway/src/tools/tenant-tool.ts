@@ -44,13 +44,17 @@ export interface TenantToolScope {
 }
 
 /**
- * A kind of tenant-added tool (MCP servers, OpenAPI services). `list` is called before each
- * model turn of a run, so a source answers from what it holds (caching, parking failing
- * servers) and never throws because one of its servers failed: that is a problem in the
- * listing. It is bounded in time by the caller too (TenantTools).
+ * A kind of tenant-added tool (MCP servers, OpenAPI services), listed in two steps: `read`
+ * the tenant's stored configuration of the source (one tenant-scoped read, nothing remote,
+ * no session), then `list` the tools from it. A new run reads beside its own creation and
+ * lists once it is created (TenantTools.read). Listing happens before each model turn of a
+ * run, so a source answers from what it holds (caching, parking failing servers) and never
+ * throws because one of its servers failed: that is a problem in the listing. Both steps
+ * are bounded in time by the caller too (TenantTools).
  */
-export interface TenantToolSource {
-  list(tenantId: string, scope: TenantToolScope): Promise<TenantToolListing>;
+export interface TenantToolSource<Stored = unknown> {
+  read(tenantId: string): Promise<Stored>;
+  list(tenantId: string, stored: Stored, scope: TenantToolScope): Promise<TenantToolListing>;
 }
 
 /** Nest token under which feature modules contribute their TenantToolSource. */

@@ -21,11 +21,17 @@ function tenantTool(name: string, group: string, output = `ran ${name}`, mutatin
   };
 }
 
-class FixedSource implements TenantToolSource {
+/** A source whose stored configuration is the listing itself; it counts its reads. */
+class FixedSource implements TenantToolSource<TenantToolListing> {
+  reads: string[] = [];
   constructor(private readonly byTenant: Record<string, TenantToolListing | Error>) {}
-  list(tenantId: string): Promise<TenantToolListing> {
+  read(tenantId: string): Promise<TenantToolListing> {
+    this.reads.push(tenantId);
     const listing = this.byTenant[tenantId] ?? { tools: [], problems: [] };
     return listing instanceof Error ? Promise.reject(listing) : Promise.resolve(listing);
+  }
+  list(_tenantId: string, stored: TenantToolListing): Promise<TenantToolListing> {
+    return Promise.resolve(stored);
   }
 }
 
@@ -60,10 +66,40 @@ describe('TenantTools', () => {
     expect(listed.problems).toEqual([{ key: 'source:0', event: { type: 'tool.source_failed', data: { source: 'FixedSource', error: 'connection refused' } } }]);
   });
 
+  it('lists from a configuration read ahead, without reading it again', async () => {
+    const source = new FixedSource({ a: { tools: pets, problems: [] }, b: { tools: github, problems: [] } });
+    const tools = tenantTools(new ToolRegistry(), source);
+    const stored = tools.read('a');
+    expect(source.reads).toEqual(['a']);
+
+    expect([...(await tools.list('a', {}, stored)).tools.keys()]).toEqual(['pets__listPets']);
+    expect(source.reads).toEqual(['a']);
+    // Read for another tenant: never used for this one.
+    expect([...(await tools.list('b', {}, stored)).tools.keys()].sort()).toEqual(['mcp__github__create_issue', 'mcp__github__search']);
+    expect(source.reads).toEqual(['a', 'b']);
+  });
+
+  it('keeps a failed read that no listing awaits from failing the process, and lists it as a problem', async () => {
+    const unhandled = jest.fn();
+    process.on('unhandledRejection', unhandled);
+    try {
+      const tools = tenantTools(new ToolRegistry(), new FixedSource({ a: new Error('database away') }));
+      tools.read('a');
+      const stored = tools.read('a');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).not.toHaveBeenCalled();
+      expect((await tools.list('a', {}, stored)).problems).toEqual([
+        { key: 'source:0', event: { type: 'tool.source_failed', data: { source: 'FixedSource', error: 'database away' } } },
+      ]);
+    } finally {
+      process.off('unhandledRejection', unhandled);
+    }
+  });
+
   it('stops waiting for a source that does not answer', async () => {
     jest.useFakeTimers();
     try {
-      const hanging: TenantToolSource = { list: () => new Promise(() => undefined) };
+      const hanging: TenantToolSource = { read: () => Promise.resolve([]), list: () => new Promise(() => undefined) };
       const listing = tenantTools(new ToolRegistry(), hanging).list('a');
       jest.advanceTimersByTime(TENANT_TOOL_LIST_TIMEOUT_MS + 1);
       const listed = await listing;

@@ -17,6 +17,15 @@ export interface TenantToolSet {
 export const NO_TENANT_TOOLS: TenantToolSet = { tools: new Map(), problems: [] };
 
 /**
+ * The tenant's stored configuration of every source, read (or being read) for a listing to
+ * come: TenantTools.read. Opaque outside TenantTools.
+ */
+export interface StoredTenantTools {
+  readonly tenantId: string;
+  readonly reads: ReadonlyArray<Promise<unknown>>;
+}
+
+/**
  * Gathers the tools tenants added (TenantToolSource contributions, collected once every
  * provider is built, like GatewayToolCollector does for built-in tools). A source that
  * throws or takes too long is a problem, never a failed run; a tenant tool whose name
@@ -44,9 +53,28 @@ export class TenantTools implements OnModuleInit {
     this.sources.push(source);
   }
 
-  async list(tenantId: string, scope: TenantToolScope = {}): Promise<TenantToolSet> {
+  /**
+   * Starts reading the tenant's stored configuration of every source, for `list` to make
+   * the tools from later: a new run reads it beside its creation, rather than after its
+   * commit. Only the tenant's own rows are read; nothing remote is asked and no session is
+   * needed, so a read whose listing never comes (the creation was refused) costs the reads
+   * alone. A failed read is that source's problem in the listing.
+   */
+  read(tenantId: string): StoredTenantTools {
+    const reads = this.sources.map((source) => {
+      const read = source.read(tenantId);
+      // Awaited only by the listing, if one comes.
+      read.catch(() => undefined);
+      return read;
+    });
+    return { tenantId, reads };
+  }
+
+  /** The tenant's tools, from `stored` when it was read for this tenant, else read now. */
+  async list(tenantId: string, scope: TenantToolScope = {}, stored?: StoredTenantTools): Promise<TenantToolSet> {
     if (this.sources.length === 0) return NO_TENANT_TOOLS;
-    const listings = await Promise.all(this.sources.map((source, i) => this.listOne(source, i, tenantId, scope)));
+    const { reads } = stored?.tenantId === tenantId && stored.reads.length === this.sources.length ? stored : this.read(tenantId);
+    const listings = await Promise.all(this.sources.map((source, i) => this.listOne(source, i, tenantId, reads[i], scope)));
     const tools = new Map<string, TenantTool>();
     const problems: TenantToolProblem[] = [];
     for (const listing of listings) {
@@ -71,13 +99,13 @@ export class TenantTools implements OnModuleInit {
     return (await this.list(tenantId, scope)).tools.get(name);
   }
 
-  private async listOne(source: TenantToolSource, index: number, tenantId: string, scope: TenantToolScope): Promise<TenantToolListing> {
+  private async listOne(source: TenantToolSource, index: number, tenantId: string, read: Promise<unknown>, scope: TenantToolScope): Promise<TenantToolListing> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`listing took longer than ${TENANT_TOOL_LIST_TIMEOUT_MS / 1000} s`)), TENANT_TOOL_LIST_TIMEOUT_MS);
     });
     try {
-      return await Promise.race([source.list(tenantId, scope), timeout]);
+      return await Promise.race([read.then((stored) => source.list(tenantId, stored, scope)), timeout]);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       this.logger.warn({ tenantId, source: source.constructor.name, error: message }, 'a tenant tool source failed to list its tools');
