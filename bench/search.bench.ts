@@ -87,6 +87,8 @@ type Way = 'after' | 'before' | 'plain';
 interface Sampled {
   first: number;
   times: number[];
+  /** The call failed (a transaction past its timeout, say): the figure is this message, not a time. */
+  failed?: string;
 }
 type Figures = Record<Search, Record<string, Partial<Record<Way, Sampled>>>>;
 
@@ -355,6 +357,9 @@ async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
   beforeUrl.searchParams.set('options', '-c search_path=search_before,public');
   const beforePrisma = await PrismaService.forService({ url: beforeUrl.toString(), systemUrl: db.url });
   const ownerPrisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.ownerUrl }) });
+  // The plain alternative is the comparison, not the product: at ten million rows it ranks
+  // every match for seconds, past the 5 s an interactive transaction gets by default.
+  const PLAIN_TX = { timeout: 120_000 };
   const services = (p: PrismaService) => ({
     memories: new MemoryService(new MemoryRepository(p)),
     history: new HistoryRepository(p),
@@ -367,17 +372,17 @@ async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
     memory: {
       after: (text) => after.memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
       before: (text) => before.memories.find(BENCH_TENANT, { kind: 'all' }, text, LIMIT),
-      plain: (text) => ownerPrisma.$transaction((tx) => legacyMemory(tx, parseTextQuery(text))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyMemory(tx, parseTextQuery(text)), PLAIN_TX),
     },
     session_search: {
       after: (text) => after.history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
       before: (text) => before.history.search(BENCH_TENANT, parseTextQuery(text), LIMIT, SEARCHING_RUN),
-      plain: (text) => ownerPrisma.$transaction((tx) => legacyHistory(tx, parseTextQuery(text))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyHistory(tx, parseTextQuery(text)), PLAIN_TX),
     },
     rag_search: {
       after: (text) => after.rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
       before: (text) => before.rag.search(BENCH_TENANT, BENCH_SESSION, text, LIMIT),
-      plain: (text) => ownerPrisma.$transaction((tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true }))),
+      plain: (text) => ownerPrisma.$transaction((tx) => legacyRag(tx, parseTextQuery(text, { splitIdentifiers: true })), PLAIN_TX),
     },
   };
   try {
@@ -387,7 +392,10 @@ async function measure(db: BenchDatabase, owner: Client): Promise<Figures> {
       for (const search of Object.keys(ways) as Search[]) {
         for (const q of QUERIES) {
           const run = ways[search][way];
-          (figures[search][q.name] ??= {})[way] = await sample(() => run(q.text));
+          const sampled = await sample(() => run(q.text)).catch((err: unknown) => ({ first: NaN, times: [], failed: (err instanceof Error ? err.message.split('\n')[0] : String(err)) || 'failed' }));
+          (figures[search][q.name] ??= {})[way] = sampled;
+          // As it goes: a figure's failure does not lose the others, and a long run shows where it is.
+          console.log(`  ${search} ${q.name} ${way}: ${sampled.failed !== undefined ? `failed: ${sampled.failed}` : `first ${sampled.first.toFixed(1)} ms, p50 ${percentile(sampled.times, 50).toFixed(1)} ms (${sampled.times.length})`}`);
         }
       }
       if (way === 'plain') for (const t of TABLES) await owner.query(`ALTER TABLE ${t} FORCE ROW LEVEL SECURITY`);
@@ -420,15 +428,15 @@ async function sample(work: () => Promise<unknown>): Promise<Sampled> {
 }
 
 function print(figures: Figures): void {
-  const ms = (s: Sampled | undefined, p: number) => (s ? percentile(s.times, p).toFixed(1) : '-');
-  const p50 = (s: Sampled | undefined) => (s ? percentile(s.times, 50) : NaN);
+  const ms = (s: Sampled | undefined, p: number) => (s && !s.failed ? percentile(s.times, p).toFixed(1) : '-');
+  const p50 = (s: Sampled | undefined) => (s && !s.failed ? percentile(s.times, 50) : NaN);
   console.log('p50 / p99 in ms (samples), after the first call of each figure; ratios of p50');
   console.log(
     `${'search'.padEnd(15)}${'query'.padEnd(17)}${'after: 1st call'.padEnd(17)}${'after'.padEnd(24)}${'before'.padEnd(24)}${'plain (owner, no RLS)'.padEnd(24)}${'before/after'.padEnd(14)}after/plain`,
   );
   for (const [search, byQuery] of Object.entries(figures)) {
     for (const [query, f] of Object.entries(byQuery)) {
-      const cell = (s: Sampled | undefined) => `${ms(s, 50)} / ${ms(s, 99)} (${s?.times.length ?? 0})`;
+      const cell = (s: Sampled | undefined) => (s?.failed ? 'failed' : `${ms(s, 50)} / ${ms(s, 99)} (${s?.times.length ?? 0})`);
       console.log(
         `${search.padEnd(15)}${query.padEnd(17)}${(f.after?.first.toFixed(1) ?? '-').padEnd(17)}${cell(f.after).padEnd(24)}${cell(f.before).padEnd(24)}${cell(f.plain).padEnd(24)}` +
           `${(p50(f.before) / p50(f.after)).toFixed(1).padEnd(14)}${(p50(f.after) / p50(f.plain)).toFixed(2)}`,
