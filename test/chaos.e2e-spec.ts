@@ -86,16 +86,33 @@ describe('chaos: faults while runs have tool calls in flight', () => {
     return { toolCalls: [{ id: `call_${done}`, name: 'terminal', arguments: { command, timeout_seconds: 10 } }] };
   }
 
-  /** Starts `count` runs, spread over the gateways, each followed by an SSE client. */
+  /**
+   * A new session whose sandbox is ready. The runs' tool calls have 10 s (and the grace)
+   * each, and a cold sandbox is part of its session's first call: with the other suites'
+   * containers starting on the same two cores, one took 7.7 s to be ready and its call 21 s,
+   * so runs failed before any fault. The faults are what these tests are about, so the
+   * sandboxes are made first, with all the time they need.
+   */
+  async function readySession(gateway: (typeof stack.gateways)[number]): Promise<string> {
+    const created = await api('POST', '/v1/sessions', {}, gateway);
+    if (created.status !== 201) throw new Error(`POST /v1/sessions answered ${created.status}: ${JSON.stringify(created.body)}`);
+    const warmed = await api('POST', `/v1/sessions/${created.body.id}/tools/terminal`, { arguments: { command: 'true', timeout_seconds: 120 } }, gateway);
+    if (warmed.status !== 200 || warmed.body.is_error) throw new Error(`the session's first command failed: ${warmed.status} ${JSON.stringify(warmed.body)}`);
+    return created.body.id;
+  }
+
+  /** Starts `count` runs in new sessions with ready sandboxes, spread over the gateways, each followed by an SSE client. */
   async function startRuns(count: number): Promise<StartedRun[]> {
     round++;
+    const gateways = Array.from({ length: count }, (_, i) => live()[i % live().length]);
+    const sessions = await Promise.all(gateways.map((gateway) => readySession(gateway)));
     const started: StartedRun[] = [];
     for (let i = 0; i < count; i++) {
       const input = `r${round}x${i}`;
       // Stateless steps: a model call made again after a crash gets the same answer.
       stack.model.route(ScriptedModelServer.sentBy(input), ...Array.from({ length: 20 }, () => script));
-      const gateway = live()[i % live().length];
-      const res = await api('POST', '/v1/runs', { input }, gateway);
+      const gateway = gateways[i];
+      const res = await api('POST', '/v1/runs', { input, session_id: sessions[i] }, gateway);
       if (res.status !== 202) throw new Error(`POST /v1/runs answered ${res.status}: ${JSON.stringify(res.body)}`);
       started.push({ id: res.body.id, session_id: res.body.session_id, input, followed: follow(res.body.id, i) });
     }
