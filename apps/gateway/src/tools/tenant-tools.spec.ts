@@ -83,13 +83,20 @@ describe('TenantTools', () => {
     const unhandled = jest.fn();
     process.on('unhandledRejection', unhandled);
     try {
-      const tools = tenantTools(new ToolRegistry(), new FixedSource({ a: new Error('database away') }));
+      const throwing: TenantToolSource = {
+        read: () => {
+          throw new Error('not even a promise');
+        },
+        list: () => Promise.resolve({ tools: [], problems: [] }),
+      };
+      const tools = tenantTools(new ToolRegistry(), new FixedSource({ a: new Error('database away') }), throwing);
       tools.read('a');
       const stored = tools.read('a');
       await new Promise((resolve) => setImmediate(resolve));
       expect(unhandled).not.toHaveBeenCalled();
       expect((await tools.list('a', {}, stored)).problems).toEqual([
         { key: 'source:0', event: { type: 'tool.source_failed', data: { source: 'FixedSource', error: 'database away' } } },
+        { key: 'source:1', event: { type: 'tool.source_failed', data: { source: 'Object', error: 'not even a promise' } } },
       ]);
     } finally {
       process.off('unhandledRejection', unhandled);

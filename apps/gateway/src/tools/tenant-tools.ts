@@ -62,7 +62,8 @@ export class TenantTools implements OnModuleInit {
    */
   read(tenantId: string): StoredTenantTools {
     const reads = this.sources.map((source) => {
-      const read = source.read(tenantId);
+      // A source that throws rather than rejecting fails its listing too, not the caller.
+      const read = (async () => source.read(tenantId))();
       // Awaited only by the listing, if one comes.
       read.catch(() => undefined);
       return read;
