@@ -21,7 +21,7 @@ describe('runs: an executor that never answers', () => {
     const modelUrl = await model.start();
     stack = await new TestStack({
       executor: false,
-      env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_EXECUTOR_GRACE_MS: '1000' },
+      env: { RUNBOX_MODEL_BASE_URL: modelUrl, RUNBOX_MODEL: 'scripted-1', RUNBOX_EXECUTOR_GRACE_MS: '1000', RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: '1' },
     }).start();
     runs = new RunsClient(stack, (await stack.createTenant()).apiKey);
     // Stands where an executor would: announces itself, with room, on every heartbeat, and

@@ -168,6 +168,12 @@ export const configSchema = z.object({
     .default(2048),
   /** Give sandboxes a network (bridge). Off by default: containers see only loopback. */
   RUNBOX_SANDBOX_NETWORK: flag,
+  /**
+   * How long a tool call waits for its session's sandbox to start (a cold container on a busy
+   * host) before it is answered "not ready yet, nothing ran"; the tool's own time limit
+   * starts once the sandbox is ready. The gateway's wait for the answer includes it.
+   */
+  RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
   RUNBOX_SANDBOX_IDLE_TTL_SECONDS: z.coerce.number().int().positive().default(1800),
   RUNBOX_SANDBOX_SWEEP_SECONDS: z.coerce.number().int().positive().default(60),
   RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE: flag.default(true),

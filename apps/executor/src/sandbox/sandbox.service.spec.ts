@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { AgentChannel, ProtocolViolationError } from './agent-channel';
 import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
-import { BackendMismatchError, CallCancelledError, NewSessionRefusedError, SandboxService, SessionNotFoundError } from './sandbox.service';
+import { BackendMismatchError, CallCancelledError, NewSessionRefusedError, SandboxService, SandboxStartingError, SessionNotFoundError } from './sandbox.service';
 
 /** Holds an agent's answers: `arrived` settles when a call reaches the agent, which answers once `release()` is called. */
 class CallGate {
@@ -207,6 +207,30 @@ describe('SandboxService', () => {
     expect(repo.rows.get('ses_1')).toMatchObject({ state: 'ready', containerId: 'c-ses_1-1', executorId: 'exec-1' });
   });
 
+  it('answers "not ready, nothing ran" when the sandbox takes longer to start than the call may wait, and the start goes on for the next call', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    let started!: () => void;
+    runtime.provisionGate = new Promise<void>((resolve) => (started = resolve));
+    const connectedBefore = runtime.connected.length;
+    await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_a', startWithinMs: 20 })).rejects.toBeInstanceOf(SandboxStartingError);
+    // Nothing reached an agent: the call may be sent again.
+    expect(runtime.connected.length).toBe(connectedBefore);
+    started();
+    await until('the sandbox to be ready', () => repo.rows.get('ses_1')?.state === 'ready');
+    await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_a', startWithinMs: 20 })).resolves.toMatchObject({ output: 'terminal' });
+    // The first start was not given up and begun again.
+    expect(runtime.provisioned).toBe(1);
+  });
+
+  it('bounds only the start: the call itself has its own limit', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    runtime.callDelayMs = 30;
+    await service.call(target, 'ping', {}, 1000);
+    await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 1 })).resolves.toMatchObject({ output: 'terminal' });
+  });
+
   it('records the sandbox as creating while its container starts, and ready once it is up', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');
@@ -255,15 +279,15 @@ describe('SandboxService', () => {
   it('refuses a call whose cancel came while its sandbox was being made, and only that call', async () => {
     const { runtime, repo, service } = setup();
     repo.liveSessions.set('ses_1', 'ten_a');
-    const call = service.call(target, 'terminal', {}, 1000, 'run_1:call_a');
+    const call = service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_a' });
     // No sandbox yet: there is no channel to tell, but the cancel is kept for the call.
     expect(await service.cancel('ten_a', 'ses_1', 'run_1:call_a')).toBe(false);
     await expect(call).rejects.toBeInstanceOf(CallCancelledError);
     expect(runtime.provisioned).toBe(1);
     // Used up, and scoped by tenant: the same id runs later, another tenant's cancel stops nothing.
-    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:call_a')).resolves.toMatchObject({ output: 'terminal' });
+    await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_a' })).resolves.toMatchObject({ output: 'terminal' });
     await service.cancel('ten_b', 'ses_1', 'run_1:call_b');
-    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:call_b')).resolves.toMatchObject({ output: 'terminal' });
+    await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_b' })).resolves.toMatchObject({ output: 'terminal' });
   });
 
   it('sends a cancel to the sandbox that holds the call, and forgets old cancels', async () => {
@@ -274,7 +298,7 @@ describe('SandboxService', () => {
     advance(11 * 60_000);
     await service.cancel('ten_a', 'ses_1', 'run_1:other');
     // Ten minutes on, the first cancel no longer stops a call that reuses its id.
-    await expect(service.call(target, 'terminal', {}, 1000, 'run_1:gone')).resolves.toMatchObject({ output: 'terminal' });
+    await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:gone' })).resolves.toMatchObject({ output: 'terminal' });
   });
 
   it("answers another tenant's session like a missing one, and never creates for it", async () => {

@@ -29,6 +29,27 @@ export class NoSandboxHeldError extends Error {
   }
 }
 
+/**
+ * The session's sandbox was not ready within the time its caller gives a start: the call is
+ * answered with nothing run, before the caller stops waiting, so its outcome is known. The
+ * sandbox goes on starting, and the next call finds it ready.
+ */
+export class SandboxStartingError extends Error {
+  constructor(sessionId: string, waitedMs: number) {
+    super(
+      `the sandbox of session ${sessionId} was not ready within ${Math.round(waitedMs / 1000)} s (the host is busy starting sandboxes); ` +
+        'nothing ran; it goes on starting, so try again shortly',
+    );
+  }
+}
+
+/** How a call waits: its id (to cancel it), and how long it may wait for the sandbox to start. */
+export interface CallOptions {
+  callId?: string;
+  /** Unset: as long as the start takes. The tool's own limit counts from when the sandbox is ready. */
+  startWithinMs?: number;
+}
+
 /** The call asked for a backend this executor does not run. */
 export class BackendDisabledError extends Error {}
 
@@ -147,8 +168,9 @@ export class SandboxService {
   }
 
   /** Runs one op of the agent in the session's sandbox, making or reconnecting it as needed. */
-  async call(target: CallTarget, op: string, args: Record<string, unknown>, timeoutMs: number, callId?: string): Promise<ToolResult> {
-    const sandbox = await this.acquire(target);
+  async call(target: CallTarget, op: string, args: Record<string, unknown>, timeoutMs: number, options: CallOptions = {}): Promise<ToolResult> {
+    const { callId, startWithinMs } = options;
+    const sandbox = await this.acquireWithin(target, startWithinMs);
     sandbox.inFlight++;
     try {
       const channel = await this.channelOf(sandbox);
@@ -183,8 +205,8 @@ export class SandboxService {
    * Runs `work` with the session's container (made if needed), counted as in use so the
    * reaper leaves it alone meanwhile: for transfers that stream through an exec of their own.
    */
-  async withContainer<T>(target: CallTarget, work: (containerId: string) => Promise<T>): Promise<T> {
-    const sandbox = await this.acquire(target);
+  async withContainer<T>(target: CallTarget, work: (containerId: string) => Promise<T>, startWithinMs?: number): Promise<T> {
+    const sandbox = await this.acquireWithin(target, startWithinMs);
     if (!sandbox.ref.containerId) throw new BackendMismatchError(`the ${target.backend} backend has no container to transfer files through`);
     sandbox.inFlight++;
     try {
@@ -339,6 +361,28 @@ export class SandboxService {
     for (const sandbox of this.live.values()) sandbox.channel?.close('executor shutting down');
     this.live.clear();
     await Promise.all([...this.runtimes.values()].map((r) => r.close()));
+  }
+
+  /**
+   * The session's sandbox, waiting at most `startWithinMs` for it to be made or adopted.
+   * A sandbox this executor holds answers at once, without a timer. Past the wait the
+   * call is refused (nothing ran) but the start is not abandoned: it holds the session's
+   * lifecycle lock and ends in a ready sandbox (or a failure it logs), which the next call
+   * finds. Promise.race subscribes to the start, so its later failure is never unhandled.
+   */
+  private async acquireWithin(target: CallTarget, startWithinMs: number | undefined): Promise<LiveSandbox> {
+    const known = this.usable(target);
+    if (known) return known;
+    if (startWithinMs === undefined) return this.acquire(target);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new SandboxStartingError(target.sessionId, startWithinMs)), startWithinMs);
+    });
+    try {
+      return await Promise.race([this.acquire(target), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private async acquire(target: CallTarget): Promise<LiveSandbox> {

@@ -25,18 +25,18 @@ export class VpsTransferHandler implements OnModuleDestroy {
     this.pool?.onModuleDestroy();
   }
 
-  async handle(target: CallTarget, tool: VpsTransferTool, rawArgs: Record<string, unknown>, timeoutMs: number): Promise<ToolResult> {
+  async handle(target: CallTarget, tool: VpsTransferTool, rawArgs: Record<string, unknown>, timeoutMs: number, startWithinMs?: number): Promise<ToolResult> {
     // The output budget the executor adds to every sandbox call is not a transfer argument.
     const { max_output_chars: _chars, max_output_bytes: _bytes, ...args } = rawArgs;
     if (!this.transfers) return failure('saved servers need RUNBOX_CREDENTIALS_KEY on the executor (the key that opens their credentials); the operator has not set it');
     try {
       if (tool === 'vps_upload') {
         const parsed = vpsUploadArgsSchema.parse(args);
-        const done = await this.sandboxes.withContainer(target, (containerId) => this.transfers!.upload(target.tenantId, containerId, parsed, timeoutMs));
+        const done = await this.sandboxes.withContainer(target, (containerId) => this.transfers!.upload(target.tenantId, containerId, parsed, timeoutMs), startWithinMs);
         return success(`Uploaded ${done.localPath} to ${parsed.server}:${done.remotePath} (${done.size} bytes, sha256 ${done.sha256}).`, parsed.server, done);
       }
       const parsed = vpsDownloadArgsSchema.parse(args);
-      const done = await this.sandboxes.withContainer(target, (containerId) => this.transfers!.download(target.tenantId, containerId, parsed, timeoutMs));
+      const done = await this.sandboxes.withContainer(target, (containerId) => this.transfers!.download(target.tenantId, containerId, parsed, timeoutMs), startWithinMs);
       return success(`Downloaded ${parsed.server}:${done.remotePath} to ${done.localPath} (${done.size} bytes, sha256 ${done.sha256}).`, parsed.server, done);
     } catch (err) {
       if (err instanceof TransferFailedError || err instanceof ServerUseError) return failure(err.message);

@@ -1,4 +1,4 @@
-import { ToolCallReply, toolCallRequestSchema, ToolCancel } from '@app/contracts';
+import { SANDBOX_STARTING, ToolCallReply, toolCallRequestSchema, ToolCancel } from '@app/contracts';
 import { NatsClient } from '@app/messaging';
 import { isDatabaseUnavailable } from '@app/persistence';
 import type { Logger } from 'pino';
@@ -13,6 +13,7 @@ import {
   CallCancelledError,
   NewSessionRefusedError,
   SandboxService,
+  SandboxStartingError,
   SandboxUnavailableError,
   SessionNotFoundError,
 } from '../sandbox/sandbox.service';
@@ -74,8 +75,8 @@ export class ToolCallHandler {
       const args = { ...req.arguments, max_output_chars: req.max_output_chars, ...this.byteBudget(req) };
       const target = { tenantId: req.tenant_id, sessionId: req.session_id, backend: req.backend };
       const result = transfer
-        ? await transfer.handle(target, req.tool as Parameters<VpsTransferHandler['handle']>[1], args, req.timeout_ms)
-        : await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, req.call_id);
+        ? await transfer.handle(target, req.tool as Parameters<VpsTransferHandler['handle']>[1], args, req.timeout_ms, req.start_timeout_ms)
+        : await this.sandboxes.call(target, req.tool, args, req.timeout_ms + CHANNEL_MARGIN_MS, { callId: req.call_id, startWithinMs: req.start_timeout_ms });
       return { ok: true, executor_id, result };
     } catch (err) {
       if (err instanceof SessionNotFoundError) return fail('not_found', err.message);
@@ -84,6 +85,7 @@ export class ToolCallHandler {
       if (err instanceof BackendDisabledError) return fail('backend_disabled', refusal(req.backend));
       if (err instanceof BackendMismatchError) return fail('backend_mismatch', err.message);
       if (err instanceof SandboxUnavailableError) return fail('sandbox_failed', err.message);
+      if (err instanceof SandboxStartingError) return fail(SANDBOX_STARTING, err.message);
       if (err instanceof DuplicateRequestError) return fail('duplicate_call', err.message);
       if (err instanceof CallCancelledError) {
         return { ok: true, executor_id, result: { output: err.message, metadata: { cancelled: true }, is_error: true } };

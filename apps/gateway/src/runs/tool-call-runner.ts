@@ -6,7 +6,7 @@ import { MetricsService } from '../metrics/metrics.service';
 import { ExecutorClient } from '../tools/executor.client';
 import { InvalidToolArgumentsError, ToolInfrastructureError, ToolNotDispatchedError, ToolRouter } from '../tools/tool-router';
 import { ToolRegistry } from '../tools/tool-registry';
-import { toolTimeLimitSeconds } from '../tools/tool-time-limit';
+import { toolCallWaitMs, toolTimeLimitSeconds } from '../tools/tool-time-limit';
 import { abortableDelay, abortKind, raceAbort } from './run-abort';
 import { isTransientInfrastructureError, RunContext, RunFailure, runToolDefinition } from './run-context';
 import { RunEventsService } from './run-events.service';
@@ -294,13 +294,13 @@ export class ToolCallRunner {
 
   /**
    * The longest a call may take before the run stops waiting for it: the limit the
-   * router gives the tool, plus the executor's grace and a margin. Sandbox calls time
-   * out on their own before this; it bounds any tool that does not, so a run is never
-   * stuck on one call.
+   * router gives the tool, plus a margin, and what the executor client waits on top of a
+   * limit (the sandbox's start and the executor's grace). Sandbox calls time out on their
+   * own before this; it bounds any tool that does not, so a run is never stuck on one call.
    */
   private watchdogMs(ctx: RunContext, call: ToolCallView): number {
     const seconds = toolTimeLimitSeconds(call.name, runToolDefinition(this.registry, ctx, call.name), call.arguments, ctx.limits.timeouts);
-    return (seconds + 5) * 1000 + this.config.RUNBOX_EXECUTOR_GRACE_MS;
+    return toolCallWaitMs(this.config, (seconds + 5) * 1000);
   }
 
   /**

@@ -31,6 +31,54 @@ describe('ExecutorClient.callTool', () => {
     expect(sent).toHaveBeenCalledTimes(1);
   });
 
+  it('asks the same executor again while the session\'s sandbox is still starting there, each try waiting the tool\'s limit, a start slice and the grace', async () => {
+    const starting = { ok: false as const, executor_id: 'exec-1', error: { code: 'sandbox_starting', message: 'not ready within 5 s' } };
+    const { client, sent } = clientAnswering(() => Promise.resolve(starting), () => Promise.resolve(starting), () => Promise.resolve(reply));
+    await expect(client.callTool(call, 'exec-1')).resolves.toEqual(reply);
+    expect(sent).toHaveBeenCalledTimes(3);
+    for (const [options, request] of sent.mock.calls as unknown as Array<[{ timeoutMs: number; subject: string }, { start_timeout_ms: number; call_id: string }]>) {
+      expect(options.subject).toBe('runbox.executor.tool.call.v1.exec-1');
+      expect(request).toMatchObject({ call_id: 'c1', start_timeout_ms: 5_000 });
+      // The default grace is 15 s: an answer comes within this wait whether or not the sandbox started.
+      expect(options.timeoutMs).toBe(5_000 + 1_000 + 15_000);
+    }
+  });
+
+  it('asks the executor that placed a new session again while its sandbox starts, never placing it afresh on another', async () => {
+    const registry = new ExecutorRegistry(60_000, 2_000);
+    for (const id of ['exec-1', 'exec-2']) {
+      registry.heard({ executor_id: id, instance: id, started_at: 1, capacity: 10, sandboxes: 0, warm_pool: 0, version: 'test', state: 'ready', heartbeat_ms: 60_000 });
+    }
+    const client = new ExecutorClient({} as NatsClient, loadConfig({}), registry, {} as ExecutorAnnouncements);
+    const subjects: string[] = [];
+    const sent = jest.fn(async (options: { subject: string }) => {
+      subjects.push(options.subject);
+      const executor_id = options.subject.split('.').pop()!;
+      return subjects.length < 3 ? { ok: false as const, executor_id, error: { code: 'sandbox_starting', message: 'not ready' } } : { ...reply, executor_id };
+    });
+    (client as unknown as { request: typeof sent }).request = sent;
+    await expect(client.callTool(call, null)).resolves.toMatchObject({ ok: true });
+    expect(subjects).toHaveLength(3);
+    expect(new Set(subjects).size).toBe(1);
+  });
+
+  it('stops asking once the start timeout has passed, and says nothing ran', async () => {
+    const starting = { ok: false as const, executor_id: 'exec-1', error: { code: 'sandbox_starting', message: 'not ready within 1 s' } };
+    const registry = new ExecutorRegistry(60_000, 2_000);
+    registry.heard({ executor_id: 'exec-1', instance: 'i1', started_at: 1, capacity: 10, sandboxes: 1, warm_pool: 0, version: 'test', state: 'ready', heartbeat_ms: 60_000 });
+    const client = new ExecutorClient({} as NatsClient, loadConfig({ RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: '1' }), registry, {} as ExecutorAnnouncements);
+    const sent = jest.fn(async (_options: unknown, request: { start_timeout_ms: number }) => {
+      // The executor waits out the slice it was given before it answers "not ready".
+      await new Promise((resolve) => setTimeout(resolve, request.start_timeout_ms));
+      return starting;
+    });
+    (client as unknown as { request: typeof sent }).request = sent;
+    const answer = await client.callTool(call, 'exec-1');
+    expect(answer).toMatchObject({ ok: false, error: { code: 'sandbox_starting', message: expect.stringMatching(/was not ready within 1 s .*; nothing ran; try again shortly$/) } });
+    // No slice outlasts what is left of the start timeout.
+    expect(sent.mock.calls.every(([, request]) => request.start_timeout_ms <= 1_000)).toBe(true);
+  });
+
   it('reports an executor that stays away, within a bounded time', async () => {
     const { client, sent } = clientAnswering(...Array.from({ length: 100 }, () => () => Promise.reject(new NatsTimeoutError('s', true))));
     await expect(client.callTool(call, 'exec-1')).rejects.toBeInstanceOf(ExecutorUnavailableError);

@@ -4,6 +4,7 @@ import {
   executorPingContract,
   pinnedSessionReleaseSubject,
   pinnedToolCallSubject,
+  SANDBOX_STARTING,
   sessionReleaseContract,
   ToolCallReply,
   toolCallContract,
@@ -71,6 +72,12 @@ const RECHECK_WAIT_MS = 1_000;
  * window, when longer, is waited out once more instead.
  */
 const GONE_CONFIRM_MS = 5_000;
+
+/**
+ * How long one try of a call gives its session's sandbox to start before the executor
+ * answers "not ready yet". Cold starts take about a second; this is for a busy host.
+ */
+const START_SLICE_MS = 5_000;
 
 /** The gateway's side of the executor contracts: a Nest client over the NATS adapter. */
 @Injectable()
@@ -151,11 +158,34 @@ export class ExecutorClient extends NatsContractClient {
   }
 
   /**
-   * One call on one executor's own subject. An executor whose process is gone while the
+   * One call on one executor, asked again while its sandbox is still starting there. Each
+   * try gives the start START_SLICE_MS, after which the executor answers `sandbox_starting`
+   * with nothing run (the start goes on), so a try's wait is the tool's limit plus the
+   * slice plus the grace, and a reply lost on the way is noticed as soon as it would be
+   * without the start. The tries go to the same executor, which holds the starting sandbox
+   * (placed afresh, a session's first call could start a second one elsewhere), until the
+   * deployment's start timeout has passed.
+   */
+  private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
+    const budgetMs = this.config.RUNBOX_SANDBOX_START_TIMEOUT_SECONDS * 1000;
+    const startBy = Date.now() + budgetMs;
+    for (;;) {
+      const sliceMs = Math.max(1, Math.min(START_SLICE_MS, startBy - Date.now()));
+      const reply = await this.callOnce({ ...request, start_timeout_ms: sliceMs }, executorId);
+      if (reply.ok || reply.error.code !== SANDBOX_STARTING) return reply;
+      if (Date.now() >= startBy) {
+        const message = `the session's sandbox was not ready within ${seconds(budgetMs)} s (the host is busy starting sandboxes); nothing ran; try again shortly`;
+        return { ...reply, error: { ...reply.error, message } };
+      }
+    }
+  }
+
+  /**
+   * One try on one executor's own subject. An executor whose process is gone while the
    * call is out ends the wait at once (the call may or may not have run), rather than at
    * its time limit.
    */
-  private async callOn(request: ToolCallRequest, executorId: string): Promise<ToolCallReply> {
+  private async callOnce(request: ToolCallRequest & { start_timeout_ms: number }, executorId: string): Promise<ToolCallReply> {
     const stopWatching = new AbortController();
     const tries: CallTries = { sent: 0, open: false };
     const send = async (): Promise<ToolCallReply> => {
@@ -163,7 +193,11 @@ export class ExecutorClient extends NatsContractClient {
       tries.open = true;
       try {
         return await this.request(
-          { contract: toolCallContract, timeoutMs: request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS, subject: pinnedToolCallSubject(executorId) },
+          {
+            contract: toolCallContract,
+            timeoutMs: request.start_timeout_ms + request.timeout_ms + this.config.RUNBOX_EXECUTOR_GRACE_MS,
+            subject: pinnedToolCallSubject(executorId),
+          },
           // The deployment, never the tenant, decides where sandbox tools run.
           { ...request, backend: this.config.RUNBOX_SANDBOX_BACKEND },
         );

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ToolResult } from '@app/contracts';
 import { ExecutorClient, ExecutorUnavailableError } from './executor.client';
-import { ToolInfrastructureError } from './tool-router';
+import { executorRefusal, ToolInfrastructureError } from './tool-router';
 
 /** Where a path led: a file's bytes, a folder, or an error the tool should report. */
 export type ReadOutcome =
@@ -111,7 +111,7 @@ export class SandboxFileReader {
       throw err;
     }
     this.executorId = reply.executor_id;
-    if (!reply.ok) throw new ToolInfrastructureError(reply.error.message, reply.error.code === 'not_found' ? 'not_found' : 'sandbox_failed');
+    if (!reply.ok) throw executorRefusal(reply.error);
     return reply.result;
   }
 }

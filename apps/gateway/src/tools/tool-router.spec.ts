@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ExecutorClient } from './executor.client';
 import { GatewayTool, GatewayToolContext } from './gateway-tool';
-import { InvalidToolArgumentsError, ToolRouter } from './tool-router';
+import { executorRefusal, InvalidToolArgumentsError, ToolInfrastructureError, ToolNotDispatchedError, ToolRouter } from './tool-router';
 import { ToolRegistry } from './tool-registry';
 
 class EchoTool implements GatewayTool {
@@ -51,5 +51,21 @@ describe('ToolRouter with gateway tools', () => {
     const registry = new ToolRegistry([echo]);
     expect(registry.manifest(['echo'])[0]).toMatchObject({ name: 'echo', toolsets: ['minimal', 'default', 'all'] });
     expect(registry.toolset('minimal')).toContain('echo');
+  });
+});
+
+describe('executorRefusal', () => {
+  it('makes a sandbox still starting a temporary refusal with nothing run, to be tried again later', () => {
+    const err = executorRefusal({ code: 'sandbox_starting', message: 'the sandbox was not ready within 60 s; nothing ran' });
+    expect(err).toBeInstanceOf(ToolInfrastructureError);
+    expect(err).not.toBeInstanceOf(ToolNotDispatchedError);
+    expect(err).toMatchObject({ kind: 'executor_unavailable', outcomeUnknown: false, retryAfterSeconds: 5 });
+  });
+
+  it('keeps the kinds of the other refusals', () => {
+    expect(executorRefusal({ code: 'unavailable', message: 'db away' })).toBeInstanceOf(ToolNotDispatchedError);
+    expect(executorRefusal({ code: 'not_found', message: 'x' })).toMatchObject({ kind: 'not_found' });
+    expect(executorRefusal({ code: 'quota_exceeded', message: 'x' })).toMatchObject({ kind: 'quota_exceeded' });
+    expect(executorRefusal({ code: 'sandbox_failed', message: 'x' })).toMatchObject({ kind: 'sandbox_failed', retryAfterSeconds: undefined });
   });
 });

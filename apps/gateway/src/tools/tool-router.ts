@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { isDatabaseUnavailable } from '@app/persistence';
-import { ToolResult } from '@app/contracts';
+import { SANDBOX_STARTING, ToolResult } from '@app/contracts';
 import { randomUUID } from 'node:crypto';
 import { toStorableText } from '../common/storable-text';
 import { ExecutorClient, ExecutorLostError, ExecutorUnavailableError } from './executor.client';
@@ -60,6 +60,20 @@ export class ToolNotDispatchedError extends ToolInfrastructureError {
   constructor(message: string) {
     super(message, 'executor_unavailable');
   }
+}
+
+/** When a call refused because its sandbox was still starting may be sent again. */
+const SANDBOX_STARTING_RETRY_SECONDS = 5;
+
+/** What an executor's error reply to a sandbox call means to its caller. */
+export function executorRefusal(error: { code: string; message: string }): ToolInfrastructureError {
+  if (error.code === 'unavailable') return new ToolNotDispatchedError(error.message);
+  // Nothing ran, and the sandbox goes on starting on that executor: the same call can work
+  // shortly. It is not sent again here: a session's first call would be placed afresh, and
+  // could start a second sandbox on another executor.
+  if (error.code === SANDBOX_STARTING) return new ToolInfrastructureError(error.message, 'executor_unavailable', false, SANDBOX_STARTING_RETRY_SECONDS);
+  const kind = error.code === 'not_found' || error.code === 'quota_exceeded' ? error.code : 'sandbox_failed';
+  return new ToolInfrastructureError(error.message, kind);
 }
 
 export class UnknownToolError extends Error {}
@@ -125,11 +139,7 @@ export class ToolRouter {
       if (err instanceof ExecutorLostError) throw new ToolInfrastructureError(err.message, 'executor_lost');
       throw err;
     }
-    if (!reply.ok) {
-      if (reply.error.code === 'unavailable') throw new ToolNotDispatchedError(reply.error.message);
-      const kind = reply.error.code === 'not_found' || reply.error.code === 'quota_exceeded' ? reply.error.code : 'sandbox_failed';
-      throw new ToolInfrastructureError(reply.error.message, kind);
-    }
+    if (!reply.ok) throw executorRefusal(reply.error);
     // The agent applied the budget (and spilled what was too large in bytes); this only
     // catches a sandbox that did not, and never cuts the agent's notes. What a program
     // printed may hold NUL bytes, which no text column can store.

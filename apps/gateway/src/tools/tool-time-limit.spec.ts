@@ -1,4 +1,4 @@
-import { toolTimeLimitSeconds } from './tool-time-limit';
+import { toolCallWaitMs, toolTimeLimitSeconds } from './tool-time-limit';
 
 describe('toolTimeLimitSeconds', () => {
   const terminal = { timeoutSeconds: 120 };
@@ -28,5 +28,11 @@ describe('toolTimeLimitSeconds', () => {
   it('ignores arguments that are not an object', () => {
     expect(toolTimeLimitSeconds('terminal', terminal, { _raw: '{' })).toBe(120);
     expect(toolTimeLimitSeconds('terminal', terminal, null)).toBe(120);
+  });
+});
+
+describe('toolCallWaitMs', () => {
+  it("is the sandbox's start, the call's limit and the executor's grace together", () => {
+    expect(toolCallWaitMs({ RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: 60, RUNBOX_EXECUTOR_GRACE_MS: 15_000 }, 10_000)).toBe(85_000);
   });
 });

@@ -1,3 +1,4 @@
+import type { RunboxConfig } from '@app/config';
 import { ToolDefinition } from './tool-definition';
 
 /** The limit of a tool that names none of its own. */
@@ -19,4 +20,15 @@ export function toolTimeLimitSeconds(name: string, tool: Pick<ToolDefinition, 't
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * How long the gateway waits for an executor's answer to a sandbox call whose own limit is
+ * `limitMs`: the sandbox's start (a cold container on a busy host; the executor answers
+ * "not ready, nothing ran" once it has waited that long), then the limit, then the grace.
+ * Without the start in it, a call that waited for its sandbox could run and still be
+ * reported as never answered, its outcome unknown.
+ */
+export function toolCallWaitMs(config: Pick<RunboxConfig, 'RUNBOX_SANDBOX_START_TIMEOUT_SECONDS' | 'RUNBOX_EXECUTOR_GRACE_MS'>, limitMs: number): number {
+  return config.RUNBOX_SANDBOX_START_TIMEOUT_SECONDS * 1000 + limitMs + config.RUNBOX_EXECUTOR_GRACE_MS;
 }

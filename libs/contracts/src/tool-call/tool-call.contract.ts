@@ -22,6 +22,13 @@ export const toolCallRequestSchema = z.object({
   max_output_chars: z.number().int().positive().max(10_000_000),
   /** The tool's own time limit; the executor adds a margin before giving up on the sandbox. */
   timeout_ms: z.number().int().positive().max(3_600_000),
+  /**
+   * How long the call may wait for the session's sandbox to be made (or adopted) before
+   * the executor answers `sandbox_starting`, nothing run; the tool's own limit counts from
+   * when the sandbox is ready. The caller waits this long on top of `timeout_ms`, so an
+   * answer always comes before it gives up. Unset: the start takes as long as it takes.
+   */
+  start_timeout_ms: z.number().int().positive().max(600_000).optional(),
   /** `docker` (default) or `local` (operator-enabled, no isolation). */
   backend: z.enum(['docker', 'local']).default('docker'),
   /**
@@ -32,6 +39,12 @@ export const toolCallRequestSchema = z.object({
   whole_output: z.boolean().optional(),
 });
 export type ToolCallRequest = z.input<typeof toolCallRequestSchema>;
+
+/**
+ * The error code of a call whose sandbox was not ready within its `start_timeout_ms`:
+ * nothing ran, and the sandbox goes on starting on that executor.
+ */
+export const SANDBOX_STARTING = 'sandbox_starting';
 
 export const toolCallReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), executor_id: z.string(), result: toolResultSchema }),

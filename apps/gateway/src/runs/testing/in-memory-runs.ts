@@ -371,6 +371,7 @@ export function testConfig(overrides: Partial<RunboxConfig> = {}): RunboxConfig 
     RUNBOX_MODEL: 'test-model',
     RUNBOX_APPROVAL_TIMEOUT_SECONDS: 1800,
     RUNBOX_EXECUTOR_GRACE_MS: 15_000,
+    RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: 60,
     RUNBOX_DELEGATE_MAX_DEPTH: 2,
     RUNBOX_RUN_LEASE_SECONDS: 30,
     RUNBOX_RUN_WORKERS: 4,
