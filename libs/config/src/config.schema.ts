@@ -171,9 +171,10 @@ export const configSchema = z.object({
   /**
    * How long a tool call waits for its session's sandbox to start (a cold container on a busy
    * host) before it is answered "not ready yet, nothing ran"; the tool's own time limit
-   * starts once the sandbox is ready. The gateway's wait for the answer includes it.
+   * starts once the sandbox is ready. Three minutes: 32 sandboxes started at once on two
+   * cores took up to a minute; an engine that makes none in three is reported as broken.
    */
-  RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(60),
+  RUNBOX_SANDBOX_START_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(180),
   RUNBOX_SANDBOX_IDLE_TTL_SECONDS: z.coerce.number().int().positive().default(1800),
   RUNBOX_SANDBOX_SWEEP_SECONDS: z.coerce.number().int().positive().default(60),
   RUNBOX_SANDBOX_KEEP_VOLUME_ON_IDLE: flag.default(true),

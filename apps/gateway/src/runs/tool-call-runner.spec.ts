@@ -146,7 +146,7 @@ describe('ToolCallRunner.pass', () => {
     afterEach(() => jest.useRealTimers());
 
     it("is given up after the limit the tool was given, plus a margin, the sandbox's start and the executor's grace", async () => {
-      // limits.timeouts caps the terminal at 10 s: the watchdog waits 10 s + 5 s, 60 s for a
+      // limits.timeouts caps the terminal at 10 s: the watchdog waits 10 s + 5 s, 180 s for a
       // sandbox to start and 15 s of grace.
       const { store, executor, runner, ctx, run, turn } = setUp({ limits: { timeouts: { terminal: 10 } } });
       executor.hold('terminal:make');
@@ -154,7 +154,7 @@ describe('ToolCallRunner.pass', () => {
 
       const pass = runner.pass(ctx, calls);
       await executor.whenStarted('terminal:make');
-      await jest.advanceTimersByTimeAsync(90_000 - 1);
+      await jest.advanceTimersByTimeAsync(210_000 - 1);
       expect(store.callsOf(run.id)[0].status).toBe('running');
 
       await jest.advanceTimersByTimeAsync(1);
