@@ -53,6 +53,9 @@ class FakeRuntime implements SandboxRuntime {
   connected: AgentChannel[] = [];
   /** While set, provision() waits for it: the container is still starting. */
   provisionGate?: Promise<void>;
+  /** While set, connect() waits for it: the container's agent is still starting. */
+  connectGate?: Promise<void>;
+  connects = 0;
   start(): void {}
   takeWarm(): ProvisionedSandbox | undefined {
     return this.warm.shift();
@@ -70,6 +73,8 @@ class FakeRuntime implements SandboxRuntime {
     return ref.containerId !== null && this.alive.has(ref.containerId);
   }
   async connect(): Promise<AgentChannel> {
+    this.connects++;
+    await this.connectGate;
     const channel = echoChannel(this.callDelayMs, this.callGate);
     this.connected.push(channel);
     return channel;
@@ -220,6 +225,19 @@ describe('SandboxService', () => {
     await until('the sandbox to be ready', () => repo.rows.get('ses_1')?.state === 'ready');
     await expect(service.call(target, 'terminal', {}, 1000, { callId: 'run_1:call_a', startWithinMs: 20 })).resolves.toMatchObject({ output: 'terminal' });
     // The first start was not given up and begun again.
+    expect(runtime.provisioned).toBe(1);
+  });
+
+  it('counts the agent\'s start as the sandbox\'s: a channel not attached in time is "not ready, nothing ran", and the attach goes on', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    let agentUp!: () => void;
+    runtime.connectGate = new Promise<void>((resolve) => (agentUp = resolve));
+    await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 20 })).rejects.toBeInstanceOf(SandboxStartingError);
+    expect(runtime.connected).toHaveLength(0);
+    agentUp();
+    await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 20 })).resolves.toMatchObject({ output: 'terminal' });
+    expect(runtime.connects).toBe(1);
     expect(runtime.provisioned).toBe(1);
   });
 

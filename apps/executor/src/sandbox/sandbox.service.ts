@@ -170,10 +170,13 @@ export class SandboxService {
   /** Runs one op of the agent in the session's sandbox, making or reconnecting it as needed. */
   async call(target: CallTarget, op: string, args: Record<string, unknown>, timeoutMs: number, options: CallOptions = {}): Promise<ToolResult> {
     const { callId, startWithinMs } = options;
-    const sandbox = await this.acquireWithin(target, startWithinMs);
+    const start = startWait(startWithinMs);
+    const sandbox = this.usable(target) ?? (await this.readyBy(this.acquire(target), start, target.sessionId));
     sandbox.inFlight++;
     try {
-      const channel = await this.channelOf(sandbox);
+      // Ready means its agent answers too: a new container's agent may still be starting.
+      const open = sandbox.channel?.isOpen ? sandbox.channel : undefined;
+      const channel = open ?? (await this.readyBy(this.channelOf(sandbox), start, target.sessionId));
       // Checked with no await before the write: a cancel handled from here on finds the
       // request on the channel ahead of it, and the agent stops it there.
       if (callId !== undefined && this.earlyCancels.delete(cancelKey(target.tenantId, callId))) throw new CallCancelledError(callId);
@@ -206,7 +209,8 @@ export class SandboxService {
    * reaper leaves it alone meanwhile: for transfers that stream through an exec of their own.
    */
   async withContainer<T>(target: CallTarget, work: (containerId: string) => Promise<T>, startWithinMs?: number): Promise<T> {
-    const sandbox = await this.acquireWithin(target, startWithinMs);
+    const start = startWait(startWithinMs);
+    const sandbox = this.usable(target) ?? (await this.readyBy(this.acquire(target), start, target.sessionId));
     if (!sandbox.ref.containerId) throw new BackendMismatchError(`the ${target.backend} backend has no container to transfer files through`);
     sandbox.inFlight++;
     try {
@@ -364,22 +368,21 @@ export class SandboxService {
   }
 
   /**
-   * The session's sandbox, waiting at most `startWithinMs` for it to be made or adopted.
-   * A sandbox this executor holds answers at once, without a timer. Past the wait the
-   * call is refused (nothing ran) but the start is not abandoned: it holds the session's
-   * lifecycle lock and ends in a ready sandbox (or a failure it logs), which the next call
-   * finds. Promise.race subscribes to the start, so its later failure is never unhandled.
+   * What `starting` gives (the session's sandbox, or its channel), unless `start.by` passes
+   * first: then the call is refused with nothing run, but the start is not abandoned. It
+   * holds the session's lifecycle lock (or its `connecting` promise) and ends in a ready
+   * sandbox, or a failure it logs, which the next call finds. Promise.race subscribes to
+   * the start, so its later failure is never an unhandled rejection. Only a start waits
+   * here: what is ready is taken without a timer.
    */
-  private async acquireWithin(target: CallTarget, startWithinMs: number | undefined): Promise<LiveSandbox> {
-    const known = this.usable(target);
-    if (known) return known;
-    if (startWithinMs === undefined) return this.acquire(target);
+  private async readyBy<T>(starting: Promise<T>, start: StartWait | undefined, sessionId: string): Promise<T> {
+    if (start === undefined) return starting;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new SandboxStartingError(target.sessionId, startWithinMs)), startWithinMs);
+      timer = setTimeout(() => reject(new SandboxStartingError(sessionId, start.withinMs)), Math.max(0, start.by - Date.now()));
     });
     try {
-      return await Promise.race([this.acquire(target), late]);
+      return await Promise.race([starting, late]);
     } finally {
       clearTimeout(timer);
     }
@@ -622,6 +625,16 @@ function mismatch(target: CallTarget, actual: SandboxBackend): BackendMismatchEr
 
 function settle(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** How long a call waits for its sandbox to start, and until when. */
+interface StartWait {
+  withinMs: number;
+  by: number;
+}
+
+function startWait(withinMs: number | undefined): StartWait | undefined {
+  return withinMs === undefined ? undefined : { withinMs, by: Date.now() + withinMs };
 }
 
 function cancelKey(tenantId: string, callId: string): string {
