@@ -1,12 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@app/persistence';
+import { Prisma } from '@prisma/client';
 import { ACTIVE_STATUSES } from './run-status';
+import { runsAheadSql } from './runs-ahead';
 
 export interface StrandedRun {
   tenantId: string;
   id: string;
   dispatchedAt: Date | null;
 }
+
+/** The runs that go on ahead of the swept run `r`, by the start's rule. */
+const RUNS_AHEAD_OF_R = runsAheadSql('e', { tenantId: Prisma.raw('r.tenant_id'), sessionId: Prisma.raw('r.session_id'), id: Prisma.raw('r.id'), createdAt: Prisma.raw('r.created_at') });
 
 /** Deployment-wide sweeps (as runbox_system, across tenants) for work nobody else will notice. */
 @Injectable()
@@ -22,8 +27,8 @@ export class RunSweepsRepository {
    * A queued top-level run behind an earlier run of its session that has not ended is not
    * stranded: it waits by design (`on_busy: enqueue`), and its start would only find it
    * still waiting. It is put on the queue when the run before it ends; if that message is
-   * lost, the sweep finds it then, as the earliest of its session. (The same rule as
-   * RunsRepository.start's check for earlier runs.)
+   * lost, the sweep finds it then, as the earliest of its session (runsAheadSql: the rule
+   * the start applies).
    */
   async stranded(idleMs: number, limit = 100): Promise<StrandedRun[]> {
     const rows = await this.db.system((tx) => tx.$queryRaw<Array<{ id: string; tenant_id: string; dispatched_at: Date | null }>>`
@@ -33,11 +38,7 @@ export class RunSweepsRepository {
          AND (r.dispatched_at IS NULL OR r.dispatched_at < now() - ${idleMs} * interval '1 millisecond')
          AND (r.status <> 'requires_approval' OR NOT EXISTS (
                SELECT 1 FROM tool_calls c WHERE c.run_id = r.id AND c.status = 'awaiting_approval'))
-         AND (r.status <> 'queued' OR r.parent_run_id IS NOT NULL OR NOT EXISTS (
-               SELECT 1 FROM runs e
-                WHERE e.tenant_id = r.tenant_id AND e.session_id = r.session_id AND e.parent_run_id IS NULL AND e.id <> r.id
-                  AND e.status IN ('queued', 'running', 'requires_approval')
-                  AND (e.status <> 'queued' OR e.created_at < r.created_at OR (e.created_at = r.created_at AND e.id < r.id))))
+         AND (r.status <> 'queued' OR r.parent_run_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runs e WHERE ${RUNS_AHEAD_OF_R}))
        ORDER BY r.dispatched_at NULLS FIRST
        LIMIT ${limit}`);
     return rows.map((r) => ({ tenantId: r.tenant_id, id: r.id, dispatchedAt: r.dispatched_at }));

@@ -7,6 +7,7 @@ import { readModelContext } from './run-messages.repository';
 import { RunOptions } from './run-options';
 import { appendEventsTx, heldByAnother, insertEventsSql, lockRun, lockRunSql, NewEvent } from './run-tx';
 import { ACTIVE_STATUSES, RunStatus } from './run-status';
+import { runsAheadSql } from './runs-ahead';
 import { CallResult, finishInTx, OPEN_CALL_STATUSES } from './tool-calls.repository';
 
 export type { RunStatus } from './run-status';
@@ -366,12 +367,9 @@ async function createRun(sql: SqlTx, tenantId: string, input: NewRun): Promise<C
  * ones, and queued ones made before it. A queued run waits for them.
  */
 function earlierActiveRunsSql(tenantId: string, run: RunView): Prisma.Sql {
-  const createdAt = run.createdAt.toISOString();
-  return Prisma.sql`
-    SELECT count(*)::int AS n FROM runs
-     WHERE tenant_id = ${tenantId} AND session_id = ${run.sessionId} AND parent_run_id IS NULL AND id <> ${run.id}
-       AND status IN (${Prisma.join([...ACTIVE_STATUSES])})
-       AND (status <> 'queued' OR created_at < ${createdAt}::timestamptz OR (created_at = ${createdAt}::timestamptz AND id < ${run.id}))`;
+  const createdAt = Prisma.sql`${run.createdAt.toISOString()}::timestamptz`;
+  const ahead = runsAheadSql('e', { tenantId: Prisma.sql`${tenantId}`, sessionId: Prisma.sql`${run.sessionId}`, id: Prisma.sql`${run.id}`, createdAt });
+  return Prisma.sql`SELECT count(*)::int AS n FROM runs e WHERE ${ahead}`;
 }
 
 /** The columns a run view is made from, as raw SQL returns them (`RETURNING ${RUN_COLUMNS}`). */
