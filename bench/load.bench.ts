@@ -38,7 +38,8 @@
  *
  * The gateway and executor run as processes of their own (BenchStack); everything they made
  * is removed at the end. RUNBOX_LOAD_SKIP_START=1 skips the first two figures,
- * RUNBOX_LOAD_SKIP_DENSITY=1 the others.
+ * RUNBOX_LOAD_SKIP_DENSITY=1 the others; RUNBOX_LOAD_BURST_TIMEOUT_SECONDS gives the burst's
+ * terminal calls a time limit of their own.
  */
 import { ScriptedModelServer } from '@app/testing';
 import Docker from 'dockerode';
@@ -70,6 +71,12 @@ const RATE_SECONDS = Number(process.env.RUNBOX_LOAD_RATE_SECONDS ?? 30);
 const SESSION_ROUTE_TTL_MS = 2_000;
 /** How many sessions get their sandbox at once while the bench grows to N. */
 const GROW_PARALLEL = Number(process.env.RUNBOX_LOAD_GROW_PARALLEL ?? 8);
+/**
+ * The burst's terminal calls ask for this `timeout_seconds` (RUNBOX_LOAD_BURST_TIMEOUT_SECONDS;
+ * unset, the terminal's default of 120 s): a short one shows whether a call that waited for
+ * its cold sandbox longer than its own limit still completes.
+ */
+const BURST_CALL_TIMEOUT = process.env.RUNBOX_LOAD_BURST_TIMEOUT_SECONDS ? { timeout_seconds: Number(process.env.RUNBOX_LOAD_BURST_TIMEOUT_SECONDS) } : {};
 /** The machine is shared: growing stops (and the figures say so) when less than this is available. */
 const MIN_AVAILABLE_BYTES = 4 * 2 ** 30;
 const image = process.env.RUNBOX_SANDBOX_IMAGE ?? 'runbox-sandbox:latest';
@@ -98,7 +105,7 @@ async function startFigures(env: Record<string, string>): Promise<{ firstCall: n
   // Every request of every run: two terminal calls, then an answer.
   const step = (request: Parameters<typeof ScriptedModelServer.firstUserMessage>[0]) => {
     const done = request.body.messages.filter((m) => m.role === 'tool').length;
-    return done < 2 ? { toolCalls: [{ name: 'terminal', arguments: { command: `echo step-${done}` } }] } : { content: 'done' };
+    return done < 2 ? { toolCalls: [{ name: 'terminal', arguments: { command: `echo step-${done}`, ...BURST_CALL_TIMEOUT } }] } : { content: 'done' };
   };
   model.route(() => true, ...Array.from({ length: 3 * BURST_RUNS * 2 + 10 }, () => step));
   const modelUrl = await model.start();

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { PassThrough } from 'node:stream';
-import { AgentChannel, ProtocolViolationError } from './agent-channel';
+import { AgentChannel, ChannelTimeoutError, ProtocolViolationError } from './agent-channel';
 import { SandboxRecord, SandboxRepository, SandboxState } from './sandbox.repository';
 import { ProvisionedSandbox, SandboxRef, SandboxRuntime, WantedResources } from './sandbox-runtime';
-import { BackendMismatchError, CallCancelledError, NewSessionRefusedError, SandboxService, SandboxStartingError, SessionNotFoundError } from './sandbox.service';
+import { BackendMismatchError, CallCancelledError, NewSessionRefusedError, SandboxService, SandboxStartingError, SandboxUnavailableError, SessionNotFoundError } from './sandbox.service';
 
 /** Holds an agent's answers: `arrived` settles when a call reaches the agent, which answers once `release()` is called. */
 class CallGate {
@@ -56,6 +56,8 @@ class FakeRuntime implements SandboxRuntime {
   /** While set, connect() waits for it: the container's agent is still starting. */
   connectGate?: Promise<void>;
   connects = 0;
+  /** This many connect()s from now on time out, as an agent that has not come up does. */
+  attachTimeouts = 0;
   start(): void {}
   takeWarm(): ProvisionedSandbox | undefined {
     return this.warm.shift();
@@ -75,6 +77,10 @@ class FakeRuntime implements SandboxRuntime {
   async connect(): Promise<AgentChannel> {
     this.connects++;
     await this.connectGate;
+    if (this.attachTimeouts > 0) {
+      this.attachTimeouts--;
+      throw new ChannelTimeoutError('attach', 15_000);
+    }
     const channel = echoChannel(this.callDelayMs, this.callGate);
     this.connected.push(channel);
     return channel;
@@ -239,6 +245,31 @@ describe('SandboxService', () => {
     await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 20 })).resolves.toMatchObject({ output: 'terminal' });
     expect(runtime.connects).toBe(1);
     expect(runtime.provisioned).toBe(1);
+  });
+
+  it('takes a new container whose agent did not answer its first attach in time as still starting, when the call waits for a start', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    runtime.attachTimeouts = 1;
+    await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 1000 })).rejects.toBeInstanceOf(SandboxStartingError);
+    // The next try attaches afresh, to the same container.
+    await expect(service.call(target, 'terminal', {}, 1000, { startWithinMs: 1000 })).resolves.toMatchObject({ output: 'terminal' });
+    expect(runtime.provisioned).toBe(1);
+    expect(runtime.connects).toBe(2);
+  });
+
+  it('fails the attach of a call that gives no start wait, and of an agent that answered before, as it always did', async () => {
+    const { runtime, repo, service } = setup();
+    repo.liveSessions.set('ses_1', 'ten_a');
+    runtime.attachTimeouts = 1;
+    await expect(service.call(target, 'terminal', {}, 1000)).rejects.toThrow(/could not reach the sandbox agent/);
+    await service.call(target, 'terminal', {}, 1000);
+    // Its agent has answered once: a later attach that times out is a failure, not a start.
+    runtime.connected[runtime.connected.length - 1].close('the exec of the attach relay ended');
+    runtime.attachTimeouts = 1;
+    const failed = service.call(target, 'terminal', {}, 1000, { startWithinMs: 1000 });
+    await expect(failed).rejects.toBeInstanceOf(SandboxUnavailableError);
+    await expect(failed).rejects.not.toBeInstanceOf(SandboxStartingError);
   });
 
   it('bounds only the start: the call itself has its own limit', async () => {

@@ -15,6 +15,14 @@ export class SessionNotFoundError extends Error {
 
 export class SandboxUnavailableError extends Error {}
 
+/**
+ * A running container whose agent has not yet taken a channel from this executor did not
+ * answer the attach in time: on a busy host its agent may still be starting. A call that
+ * gives its sandbox a start wait is told "not ready yet, nothing ran" and tries again; any
+ * other caller gets the failure as before.
+ */
+export class AgentNotUpError extends SandboxUnavailableError {}
+
 /** The call was cancelled before it reached the sandbox; nothing ran. */
 export class CallCancelledError extends Error {
   constructor(callId: string) {
@@ -97,6 +105,8 @@ interface LiveSandbox {
   ref: SandboxRef;
   channel?: AgentChannel;
   connecting?: Promise<AgentChannel>;
+  /** Its agent has taken a channel from this process: one that never has may still be starting. */
+  attached?: boolean;
   /** When this process took it on; the sweep leaves younger ones alone. */
   since: number;
   lastUsed: number;
@@ -176,7 +186,7 @@ export class SandboxService {
     try {
       // Ready means its agent answers too: a new container's agent may still be starting.
       const open = sandbox.channel?.isOpen ? sandbox.channel : undefined;
-      const channel = open ?? (await this.readyBy(this.channelOf(sandbox), start, target.sessionId));
+      const channel = open ?? (await this.readyBy(this.agentOf(sandbox, start), start, target.sessionId));
       // Checked with no await before the write: a cancel handled from here on finds the
       // request on the channel ahead of it, and the agent stops it there.
       if (callId !== undefined && this.earlyCancels.delete(cancelKey(target.tenantId, callId))) throw new CallCancelledError(callId);
@@ -511,6 +521,20 @@ export class SandboxService {
     }
   }
 
+  /**
+   * The sandbox's channel for a call that waits for its start: an agent that has not come
+   * up yet (AgentNotUpError) is "not ready, nothing ran", which the caller tries again
+   * within its own start timeout, and the next try attaches afresh.
+   */
+  private async agentOf(sandbox: LiveSandbox, start: StartWait | undefined): Promise<AgentChannel> {
+    try {
+      return await this.channelOf(sandbox);
+    } catch (err) {
+      if (start && err instanceof AgentNotUpError) throw new SandboxStartingError(sandbox.sessionId, start.withinMs);
+      throw err;
+    }
+  }
+
   private channelOf(sandbox: LiveSandbox): Promise<AgentChannel> {
     if (sandbox.channel?.isOpen) return Promise.resolve(sandbox.channel);
     sandbox.connecting ??= this.reconnect(sandbox).finally(() => (sandbox.connecting = undefined));
@@ -524,7 +548,10 @@ export class SandboxService {
       return this.useChannel(sandbox, await runtime.connect(sandbox.ref, ATTACH_TIMEOUT_MS));
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
-      if (await runtime.isAlive(sandbox.ref)) throw new SandboxUnavailableError(`could not reach the sandbox agent: ${reason}`);
+      if (await runtime.isAlive(sandbox.ref)) {
+        const message = `could not reach the sandbox agent: ${reason}`;
+        throw sandbox.attached ? new SandboxUnavailableError(message) : new AgentNotUpError(message);
+      }
     }
     // It died while idle (out of memory, a host restart): a new one, on the same workspace.
     return this.lifecycle.run(sandbox.sessionId, async () => {
@@ -544,6 +571,7 @@ export class SandboxService {
   /** Makes `channel` the sandbox's way in, and stops the sandbox if it ever breaks the protocol. */
   private useChannel(sandbox: LiveSandbox, channel: AgentChannel): AgentChannel {
     sandbox.channel = channel;
+    sandbox.attached = true;
     const ref = sandbox.ref;
     channel.onProtocolViolation((violation) => {
       this.channelErrors.protocol_violation++;
