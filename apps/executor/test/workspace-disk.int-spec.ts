@@ -2,8 +2,7 @@ import { countExecutorResources, eventually, executorDiskFolder, executorDisks }
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DISK_HELPER_LABEL, EngineDiskImages } from '../src/sandbox/docker-workspace-disks';
 import { SandboxPool } from '../src/sandbox/sandbox-pool';
@@ -94,16 +93,20 @@ describe('workspace disk limit', () => {
 
   it('keeps the limit after a host reboot, even when its old loop device now carries another image', async () => {
     await eventually('the idle reaper', async () => (await harness.sandboxRow(session.sessionId))?.state === 'stopped');
-    const { loopDevices } = await executorDisks(harness.executorId);
+    const { images, loopDevices } = await executorDisks(harness.executorId);
+    expect(images).toHaveLength(1);
     expect(loopDevices).toHaveLength(1);
     const [recorded] = loopDevices;
-    // No container mounts the workspace now, so the engine has unmounted it: detach it as a
-    // reboot would, and let another image take that device number, as after a reboot.
-    execFileSync('losetup', ['-d', recorded]);
-    const scratch = join(tmpdir(), `runbox-scratch-${harness.executorId}.img`);
-    writeFileSync(scratch, '');
-    truncateSync(scratch, 16 * MIB);
-    execFileSync('losetup', [recorded, scratch]);
+    // After a reboot the workspace's image is attached to no device, and the device number
+    // recorded in its volume may carry another image. That is made here without ever freeing
+    // the device, which another test's `losetup -f` could take in between: no container
+    // mounts the workspace now, so the image the device holds is moved aside, and an exact
+    // copy, a file no device holds, takes its place.
+    const folder = (await executorDiskFolder(harness.executorId))!;
+    const image = join(folder, images[0]);
+    const displaced = join(folder, '..', `displaced-${harness.executorId}.img`);
+    renameSync(image, displaced);
+    execFileSync('cp', ['--sparse=always', displaced, image]);
     try {
       const again = await harness.terminal(session, 'echo "size=$(stat -c %s /workspace/fill-again)"');
       expect(again.output).toMatch(/size=\d{8}\b/);
@@ -113,7 +116,7 @@ describe('workspace disk limit', () => {
       expect(now[0]).not.toBe(recorded);
     } finally {
       execFileSync('losetup', ['-d', recorded]);
-      rmSync(scratch, { force: true });
+      rmSync(displaced, { force: true });
     }
   });
 

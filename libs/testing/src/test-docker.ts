@@ -59,10 +59,23 @@ export async function executorDisks(executorId: string): Promise<{ images: strin
   const folder = await executorDiskFolder(executorId);
   const images = folder && existsSync(folder) ? readdirSync(folder) : [];
   const loopDevices = readdirSync('/sys/block')
-    .filter((dev) => dev.startsWith('loop') && existsSync(`/sys/block/${dev}/loop/backing_file`))
-    .filter((dev) => readFileSync(`/sys/block/${dev}/loop/backing_file`, 'utf8').includes(`/${executorId}/`))
+    .filter((dev) => dev.startsWith('loop') && backingFile(dev).includes(`/${executorId}/`))
     .map((dev) => `/dev/${dev}`);
   return { images, loopDevices };
+}
+
+/**
+ * The image a loop device is attached to, or '' for a free one. Tests run side by side, so
+ * a device can be detached between the listing of /sys/block and this read: only a bound
+ * device has a `loop` folder, and one that lost it meanwhile is free.
+ */
+function backingFile(dev: string): string {
+  try {
+    return readFileSync(`/sys/block/${dev}/loop/backing_file`, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw err;
+  }
 }
 
 /** Containers and volumes still labelled with the executor id: a test ends with none. */
