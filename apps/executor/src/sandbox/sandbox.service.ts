@@ -103,10 +103,12 @@ interface LiveSandbox {
   sessionId: string;
   backend: SandboxBackend;
   ref: SandboxRef;
+  /**
+   * The last channel its agent took from this process, kept when it closes: a container
+   * without one has never answered here, and its agent may still be starting.
+   */
   channel?: AgentChannel;
   connecting?: Promise<AgentChannel>;
-  /** Its agent has taken a channel from this process: one that never has may still be starting. */
-  attached?: boolean;
   /** When this process took it on; the sweep leaves younger ones alone. */
   since: number;
   lastUsed: number;
@@ -550,7 +552,7 @@ export class SandboxService {
       const reason = err instanceof Error ? err.message : String(err);
       if (await runtime.isAlive(sandbox.ref)) {
         const message = `could not reach the sandbox agent: ${reason}`;
-        throw sandbox.attached ? new SandboxUnavailableError(message) : new AgentNotUpError(message);
+        throw sandbox.channel ? new SandboxUnavailableError(message) : new AgentNotUpError(message);
       }
     }
     // It died while idle (out of memory, a host restart): a new one, on the same workspace.
@@ -571,7 +573,6 @@ export class SandboxService {
   /** Makes `channel` the sandbox's way in, and stops the sandbox if it ever breaks the protocol. */
   private useChannel(sandbox: LiveSandbox, channel: AgentChannel): AgentChannel {
     sandbox.channel = channel;
-    sandbox.attached = true;
     const ref = sandbox.ref;
     channel.onProtocolViolation((violation) => {
       this.channelErrors.protocol_violation++;
